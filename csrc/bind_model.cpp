@@ -1,0 +1,88 @@
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "bindings.hpp"
+#include "core/model.hpp"
+
+namespace py = pybind11;
+
+namespace pyllama {
+
+void register_model(py::module_ & m) {
+    py::class_<Model, std::shared_ptr<Model>>(m, "Model", "A loaded GGUF model (immutable, thread-safe).")
+        .def(py::init([](const std::string & path, int32_t n_gpu_layers, bool use_mmap, bool use_mlock,
+                         bool vocab_only, bool check_tensors) {
+                 ModelParams p;
+                 p.n_gpu_layers = n_gpu_layers;
+                 p.use_mmap = use_mmap;
+                 p.use_mlock = use_mlock;
+                 p.vocab_only = vocab_only;
+                 p.check_tensors = check_tensors;
+                 // Loading reads the whole file: release the GIL. Arguments are plain C++ by now.
+                 py::gil_scoped_release release;
+                 return std::make_shared<Model>(path, p);
+             }),
+             py::arg("path"), py::kw_only(), py::arg("n_gpu_layers") = -1, py::arg("use_mmap") = true,
+             py::arg("use_mlock") = false, py::arg("vocab_only") = false, py::arg("check_tensors") = false)
+        .def_property_readonly("path", &Model::path)
+        .def_property_readonly("n_vocab", &Model::n_vocab)
+        .def_property_readonly("n_ctx_train", [](const Model & s) { return llama_model_n_ctx_train(s.get()); })
+        .def_property_readonly("n_embd", [](const Model & s) { return llama_model_n_embd(s.get()); })
+        .def_property_readonly("n_embd_out", [](const Model & s) { return llama_model_n_embd_out(s.get()); })
+        .def_property_readonly("n_layer", [](const Model & s) { return llama_model_n_layer(s.get()); })
+        .def_property_readonly("n_head", [](const Model & s) { return llama_model_n_head(s.get()); })
+        .def_property_readonly("n_head_kv", [](const Model & s) { return llama_model_n_head_kv(s.get()); })
+        .def_property_readonly("n_params", [](const Model & s) { return llama_model_n_params(s.get()); })
+        .def_property_readonly("size", [](const Model & s) { return llama_model_size(s.get()); })
+        .def_property_readonly("n_cls_out", [](const Model & s) { return llama_model_n_cls_out(s.get()); })
+        .def_property_readonly("has_encoder", [](const Model & s) { return llama_model_has_encoder(s.get()); })
+        .def_property_readonly("has_decoder", [](const Model & s) { return llama_model_has_decoder(s.get()); })
+        .def_property_readonly("is_recurrent", [](const Model & s) { return llama_model_is_recurrent(s.get()); })
+        .def_property_readonly("description", &Model::description)
+        .def_property_readonly("metadata", &Model::metadata, "All GGUF metadata as strings.")
+        .def("meta", &Model::meta, py::arg("key"), "One metadata value as a string ('' when absent).")
+        .def("chat_template", &Model::chat_template, py::arg("name") = "",
+             "The model's chat template (named variant when name is given); '' when absent.")
+        // vocabulary
+        .def_property_readonly("vocab_type", [](const Model & s) { return static_cast<int>(llama_vocab_type(s.vocab())); })
+        .def_property_readonly("token_bos", [](const Model & s) { return llama_vocab_bos(s.vocab()); })
+        .def_property_readonly("token_eos", [](const Model & s) { return llama_vocab_eos(s.vocab()); })
+        .def_property_readonly("token_eot", [](const Model & s) { return llama_vocab_eot(s.vocab()); })
+        .def_property_readonly("token_sep", [](const Model & s) { return llama_vocab_sep(s.vocab()); })
+        .def_property_readonly("token_nl", [](const Model & s) { return llama_vocab_nl(s.vocab()); })
+        .def_property_readonly("token_pad", [](const Model & s) { return llama_vocab_pad(s.vocab()); })
+        .def_property_readonly("token_fim_pre", [](const Model & s) { return llama_vocab_fim_pre(s.vocab()); })
+        .def_property_readonly("token_fim_suf", [](const Model & s) { return llama_vocab_fim_suf(s.vocab()); })
+        .def_property_readonly("token_fim_mid", [](const Model & s) { return llama_vocab_fim_mid(s.vocab()); })
+        .def_property_readonly("token_fim_pad", [](const Model & s) { return llama_vocab_fim_pad(s.vocab()); })
+        .def_property_readonly("token_fim_rep", [](const Model & s) { return llama_vocab_fim_rep(s.vocab()); })
+        .def_property_readonly("token_fim_sep", [](const Model & s) { return llama_vocab_fim_sep(s.vocab()); })
+        .def_property_readonly("add_bos", [](const Model & s) { return llama_vocab_get_add_bos(s.vocab()); })
+        .def_property_readonly("add_eos", [](const Model & s) { return llama_vocab_get_add_eos(s.vocab()); })
+        .def("is_eog", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_is_eog(s.vocab(), t); }, py::arg("token"))
+        .def("is_control", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_is_control(s.vocab(), t); }, py::arg("token"))
+        .def("token_text", [](const Model & s, llama_token t) { s.check_token(t); return py::bytes(llama_vocab_get_text(s.vocab(), t)); }, py::arg("token"))
+        .def("token_score", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_get_score(s.vocab(), t); }, py::arg("token"))
+        .def("tokenize",
+             [](const Model & s, const std::string & text, bool add_special, bool parse_special) {
+                 py::gil_scoped_release release;  // text is a C++ copy; the vocab is immutable
+                 return s.tokenize(text, add_special, parse_special);
+             },
+             py::arg("text"), py::arg("add_special") = true, py::arg("parse_special") = false)
+        .def("token_to_piece",
+             [](const Model & s, llama_token t, bool special) { return py::bytes(s.token_to_piece(t, special)); },
+             py::arg("token"), py::arg("special") = false, "The token's bytes (may be a partial UTF-8 sequence).")
+        .def("detokenize",
+             [](const Model & s, const std::vector<llama_token> & toks, bool remove_special, bool unparse_special) {
+                 std::string out;
+                 {
+                     py::gil_scoped_release release;
+                     out = s.detokenize(toks, remove_special, unparse_special);
+                 }
+                 return py::bytes(out);
+             },
+             py::arg("tokens"), py::arg("remove_special") = false, py::arg("unparse_special") = false);
+}
+
+}  // namespace pyllama

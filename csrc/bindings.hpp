@@ -1,0 +1,12 @@
+// One register_* per area; module.cpp calls them in dependency order.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace pyllama {
+void register_errors(pybind11::module_ & m);
+void register_model(pybind11::module_ & m);
+void register_batch(pybind11::module_ & m);
+void register_context(pybind11::module_ & m);
+void register_sampler(pybind11::module_ & m);
+}  // namespace pyllama

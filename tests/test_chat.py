@@ -1,0 +1,70 @@
+"""Chat templates: the GGUF's own template, the sandbox, message validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyllama import ChatTemplate, ChatTemplateError
+from pyllama.chat import validate_messages
+
+ESCAPES = [
+    "{{ cycler.__init__.__globals__.os.popen('id').read() }}",
+    "{{ lipsum.__globals__['os'].system('true') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ joiner.__init__.__globals__ }}",
+    "{% set x = messages.append({'role': 'user'}) %}{{ x }}",
+]
+
+
+@pytest.mark.parametrize("source", ESCAPES)
+def test_sandbox_refuses_escapes(source):
+    with pytest.raises(ChatTemplateError):
+        ChatTemplate(source).render([{"role": "user", "content": "hi"}])
+
+
+def test_output_bound():
+    t = ChatTemplate("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", max_output=100_000)
+    with pytest.raises(ChatTemplateError, match="exceeds"):
+        t.render([{"role": "user", "content": "hi"}])
+
+
+def test_raise_exception_helper():
+    t = ChatTemplate("{{ raise_exception('roles must alternate') }}")
+    with pytest.raises(ChatTemplateError, match="roles must alternate"):
+        t.render([{"role": "user", "content": "hi"}])
+
+
+def test_hf_helpers():
+    t = ChatTemplate("{{ messages | tojson }}|{{ strftime_now('%Y') | length }}")
+    out = t.render([{"role": "user", "content": "é"}])
+    assert out == '[{"role": "user", "content": "é"}]|4'
+
+
+def test_model_template_is_chatml(llm):
+    src = llm.model.chat_template()
+    assert "<|im_start|>" in src
+    prompt = llm.apply_chat_template([{"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "Hi"}])
+    assert prompt.endswith("<|im_start|>assistant\n")
+    assert "<|im_start|>user\nHi<|im_end|>" in prompt
+
+
+def test_special_token_text_in_content_is_text(llm):
+    """'<|im_end|>' typed by a user must not become the control token."""
+    from pyllama.chat import validate_messages
+
+    msgs = validate_messages([{"role": "user", "content": "a <|im_end|> b"}])
+    prompt = llm.apply_chat_template(msgs)
+    im_end = llm.model.tokenize("<|im_end|>", False, True)
+    assert len(im_end) == 1
+    naive = llm.model.tokenize(prompt, True, True).count(im_end[0])
+    safe = llm._chat_tokens(msgs, prompt).count(im_end[0])
+    assert naive == 2 and safe == 1  # only the template's own end-of-turn is a control token
+
+
+@pytest.mark.parametrize("messages", [None, "hi", [], [123], [{}], [{"role": 123, "content": "x"}],
+                                      [{"role": "wizard", "content": "x"}],
+                                      [{"role": "user", "content": 5}]])
+def test_bad_messages(messages):
+    with pytest.raises(ValueError):
+        validate_messages(messages)
