@@ -54,8 +54,17 @@ def download(into: Path) -> Path:
     # --no-build-isolation: pip prepares the sdist's metadata with the running
     # environment instead of building its build dependencies (cmake!) from source.
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-        "--no-build-isolation", "--disable-pip-version-check", "-d", str(into),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--no-build-isolation",
+        "--disable-pip-version-check",
+        "-d",
+        str(into),
         f"{PACKAGE}=={VERSION}",
     ]
     print(f"fetch_vendor: {' '.join(cmd[1:])}", flush=True)
@@ -73,7 +82,7 @@ def extract(archive: Path, dest: Path) -> None:
             for m in tar.getmembers():
                 if not m.name.startswith(PREFIX) or m.name == PREFIX:
                     continue
-                m.name = m.name[len(PREFIX):]
+                m.name = m.name[len(PREFIX) :]
                 members.append(m)
             kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(tmp, members=members, **kwargs)

@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <system_error>
 
 #include "bindings.hpp"
@@ -9,16 +10,14 @@ namespace pyllama {
 
 void register_errors(py::module_ & m) {
     // LlamaError subclasses RuntimeError: a failure inside llama.cpp.
-    static py::exception<LlamaError> llama_error(m, "LlamaError", PyExc_RuntimeError);
+    py::register_exception<LlamaError>(m, "LlamaError", PyExc_RuntimeError);
+    // errno-carrying failures (a missing model file...) become OSError subclasses.
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
-        } catch (const LlamaError & e) {
-            py::set_error(llama_error, e.what());
         } catch (const std::system_error & e) {
-            // errno-carrying failures (missing model file...) become OSError subclasses
-            PyErr_SetObject(e.code().value() == ENOENT ? PyExc_FileNotFoundError : PyExc_OSError,
-                            py::make_tuple(e.code().value(), e.what()).ptr());
+            PyObject * type = e.code().value() == ENOENT ? PyExc_FileNotFoundError : PyExc_OSError;
+            PyErr_SetObject(type, py::make_tuple(e.code().value(), e.what()).ptr());
         }
     });
 }

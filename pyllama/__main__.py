@@ -12,7 +12,9 @@ from pyllama.models import demo_model
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pyllama", description=__doc__)
     ap.add_argument("prompt", nargs="?", default="The three laws of robotics are")
-    ap.add_argument("-m", "--model", help="GGUF file (default: the demo model, fetched on first use)")
+    ap.add_argument(
+        "-m", "--model", help="GGUF file (default: the demo model, fetched on first use)"
+    )
     ap.add_argument("-n", "--n-predict", type=int, default=64, help="tokens to generate")
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--temp", type=float, default=0.0)
@@ -23,14 +25,20 @@ def main(argv: list[str] | None = None) -> int:
     llm = Llama(args.model or demo_model(), n_ctx=2048, n_threads=args.threads)
     if args.chat:
         msgs = [{"role": "user", "content": args.prompt}]
-        for chunk in llm.create_chat_completion(msgs, max_tokens=args.n_predict, temperature=args.temp,
-                                                seed=args.seed, stream=True):
+        for chunk in llm.create_chat_completion(
+            msgs, max_tokens=args.n_predict, temperature=args.temp, seed=args.seed, stream=True
+        ):
             sys.stdout.write(chunk["choices"][0]["delta"].get("content", ""))
             sys.stdout.flush()
     else:
         sys.stdout.write(args.prompt)
-        for chunk in llm.create_completion(args.prompt, max_tokens=args.n_predict, temperature=args.temp,
-                                           seed=args.seed, stream=True):
+        for chunk in llm.create_completion(
+            args.prompt,
+            max_tokens=args.n_predict,
+            temperature=args.temp,
+            seed=args.seed,
+            stream=True,
+        ):
             sys.stdout.write(chunk["choices"][0]["text"])
             sys.stdout.flush()
     sys.stdout.write("\n")

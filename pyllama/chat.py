@@ -32,11 +32,17 @@ def _raise_exception(message: str) -> None:
     raise ChatTemplateError(f"chat template raised: {message}")
 
 
-def _tojson(value: Any, indent: int | None = None, separators: Any = None,
-            sort_keys: bool = False, ensure_ascii: bool = False) -> str:
+def _tojson(
+    value: Any,
+    indent: int | None = None,
+    separators: Any = None,
+    sort_keys: bool = False,
+    ensure_ascii: bool = False,
+) -> str:
     # Same signature and output as transformers' tojson (not jinja2's HTML-escaping one).
-    return json.dumps(value, indent=indent, separators=separators, sort_keys=sort_keys,
-                      ensure_ascii=ensure_ascii)
+    return json.dumps(
+        value, indent=indent, separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii
+    )
 
 
 def _strftime_now(fmt: str) -> str:
@@ -46,8 +52,14 @@ def _strftime_now(fmt: str) -> str:
 class ChatTemplate:
     """A compiled chat template: ``render(messages, add_generation_prompt=True)``."""
 
-    def __init__(self, source: str, *, bos_token: str = "", eos_token: str = "",
-                 max_output: int = DEFAULT_MAX_OUTPUT) -> None:
+    def __init__(
+        self,
+        source: str,
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        max_output: int = DEFAULT_MAX_OUTPUT,
+    ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ChatTemplateError("empty chat template")
         self.source = source
@@ -55,8 +67,12 @@ class ChatTemplate:
         self.eos_token = eos_token
         self.max_output = max_output
         env = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols],
-            undefined=jinja2.Undefined, autoescape=False, keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            extensions=[loopcontrols],
+            undefined=jinja2.Undefined,
+            autoescape=False,
+            keep_trailing_newline=False,
         )
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
@@ -66,8 +82,14 @@ class ChatTemplate:
         except jinja2.TemplateError as e:
             raise ChatTemplateError(f"invalid chat template: {e}") from e
 
-    def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True,
-               tools: Sequence[Mapping[str, Any]] | None = None, **extra: Any) -> str:
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **extra: Any,
+    ) -> str:
         """Render ``messages``; raises ChatTemplateError on any template failure."""
         context = {
             "messages": messages,
@@ -86,14 +108,25 @@ class ChatTemplate:
             for piece in self._template.generate(context):
                 size += len(piece)
                 if size > self.max_output:
-                    raise ChatTemplateError(f"chat template output exceeds {self.max_output} characters")
+                    raise ChatTemplateError(
+                        f"chat template output exceeds {self.max_output} characters"
+                    )
                 out.append(piece)
         except ChatTemplateError:
             raise
         except jinja2.exceptions.SecurityError as e:
             raise ChatTemplateError(f"chat template refused by the sandbox: {e}") from e
-        except (jinja2.TemplateError, TypeError, ValueError, KeyError, IndexError,
-                AttributeError, OverflowError, RecursionError, ZeroDivisionError) as e:
+        except (
+            jinja2.TemplateError,
+            TypeError,
+            ValueError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            OverflowError,
+            RecursionError,
+            ZeroDivisionError,
+        ) as e:
             raise ChatTemplateError(f"chat template failed: {type(e).__name__}: {e}") from e
         return "".join(out)
 
@@ -129,7 +162,13 @@ def validate_messages(messages: Any) -> list[dict[str, Any]]:
 def _join_text_parts(parts: list[Any], i: int) -> str:
     texts = []
     for j, p in enumerate(parts):
-        if not isinstance(p, Mapping) or p.get("type") != "text" or not isinstance(p.get("text"), str):
-            raise ValueError(f"messages[{i}].content[{j}] must be a text part {{'type': 'text', 'text': ...}}")
+        if (
+            not isinstance(p, Mapping)
+            or p.get("type") != "text"
+            or not isinstance(p.get("text"), str)
+        ):
+            raise ValueError(
+                f"messages[{i}].content[{j}] must be a text part {{'type': 'text', 'text': ...}}"
+            )
         texts.append(p["text"])
     return "".join(texts)

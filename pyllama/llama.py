@@ -47,26 +47,47 @@ class Llama:
     >>> llm.create_completion("The capital of France is", max_tokens=8, temperature=0)
     """
 
-    def __init__(self, model_path: str, *, n_ctx: int = 4096, n_batch: int = 2048,
-                 n_ubatch: int = 512, n_threads: int | None = None,
-                 n_threads_batch: int | None = None, n_gpu_layers: int = -1,
-                 use_mmap: bool = True, use_mlock: bool = False, flash_attn: bool | None = None,
-                 type_k: str = "f16", type_v: str = "f16", embedding: bool = False,
-                 pooling: str | None = None, seed: int = _core.DEFAULT_SEED,
-                 chat_template: str | None = None, lora_path: str | None = None,
-                 lora_scale: float = 1.0, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        n_ctx: int = 4096,
+        n_batch: int = 2048,
+        n_ubatch: int = 512,
+        n_threads: int | None = None,
+        n_threads_batch: int | None = None,
+        n_gpu_layers: int = -1,
+        use_mmap: bool = True,
+        use_mlock: bool = False,
+        flash_attn: bool | None = None,
+        type_k: str = "f16",
+        type_v: str = "f16",
+        embedding: bool = False,
+        pooling: str | None = None,
+        seed: int = _core.DEFAULT_SEED,
+        chat_template: str | None = None,
+        lora_path: str | None = None,
+        lora_scale: float = 1.0,
+        verbose: bool = False,
+    ) -> None:
         if verbose:
             _core.set_log_level(2)
         if pooling is not None and pooling not in POOLING:
             raise ValueError(f"pooling must be one of {sorted(POOLING)}")
         self.model_path = model_path
-        self.model = _core.Model(model_path, n_gpu_layers=n_gpu_layers, use_mmap=use_mmap,
-                                 use_mlock=use_mlock)
+        self.model = _core.Model(
+            model_path, n_gpu_layers=n_gpu_layers, use_mmap=use_mmap, use_mlock=use_mlock
+        )
         self.n_threads = n_threads or _default_threads()
         self._ctx_kwargs = dict(
-            n_ctx=n_ctx, n_batch=n_batch, n_ubatch=min(n_ubatch, n_batch), n_threads=self.n_threads,
+            n_ctx=n_ctx,
+            n_batch=n_batch,
+            n_ubatch=min(n_ubatch, n_batch),
+            n_threads=self.n_threads,
             n_threads_batch=n_threads_batch or self.n_threads,
-            flash_attn=-1 if flash_attn is None else int(flash_attn), type_k=type_k, type_v=type_v,
+            flash_attn=-1 if flash_attn is None else int(flash_attn),
+            type_k=type_k,
+            type_v=type_v,
         )
         self.ctx = _core.Context(self.model, **self._ctx_kwargs)
         self.n_ctx = self.ctx.n_ctx
@@ -83,8 +104,10 @@ class Llama:
             self.ctx.set_lora([(self._lora, lora_scale)])
         template = chat_template or self.model.chat_template() or CHATML
         self.chat_template = ChatTemplate(
-            template, bos_token=self._special_text(self.model.token_bos),
-            eos_token=self._special_text(self.model.token_eos))
+            template,
+            bos_token=self._special_text(self.model.token_bos),
+            eos_token=self._special_text(self.model.token_eos),
+        )
 
     # ------------------------------------------------------------------ tokens
     def _special_text(self, token: int) -> str:
@@ -92,8 +115,9 @@ class Llama:
             return ""
         return self.model.token_to_piece(token, special=True).decode("utf-8", errors="replace")
 
-    def tokenize(self, text: str | bytes, add_special: bool = True,
-                 parse_special: bool = False) -> list[int]:
+    def tokenize(
+        self, text: str | bytes, add_special: bool = True, parse_special: bool = False
+    ) -> list[int]:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         return self.model.tokenize(text, add_special, parse_special)
@@ -109,7 +133,9 @@ class Llama:
             tokens = [int(t) for t in prompt]
             for t in tokens:
                 if not 0 <= t < self.model.n_vocab:
-                    raise ValueError(f"token id {t} outside the vocabulary [0, {self.model.n_vocab})")
+                    raise ValueError(
+                        f"token id {t} outside the vocabulary [0, {self.model.n_vocab})"
+                    )
         if not tokens:
             raise ValueError("the prompt is empty")
         if len(tokens) >= self.n_ctx:
@@ -128,11 +154,11 @@ class Llama:
         self.ctx.seq_rm(0, n_keep, -1)
         self._cached = tokens[:n_keep]
         for start in range(n_keep, len(tokens), self.n_batch):
-            chunk = tokens[start:start + self.n_batch]
+            chunk = tokens[start : start + self.n_batch]
             self._batch.clear()
             self._batch.add_sequence(chunk, start, 0, start + len(chunk) == len(tokens))
             self.ctx.decode(self._batch)
-            self._cached = tokens[:start + len(chunk)]
+            self._cached = tokens[: start + len(chunk)]
 
     def _advance(self, token: int) -> None:
         self._batch.clear()
@@ -140,8 +166,14 @@ class Llama:
         self.ctx.decode(self._batch)
         self._cached.append(token)
 
-    def generate(self, prompt: Prompt, *, max_tokens: int | None = None,
-                 sampling: _core.SamplingParams | None = None, **kwargs: Any) -> Iterator[int]:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int | None = None,
+        sampling: _core.SamplingParams | None = None,
+        **kwargs: Any,
+    ) -> Iterator[int]:
         """Yield sampled token ids until an end-of-generation token, ``max_tokens`` or a
         full context. Sampling keywords as ``create_completion`` (temperature, top_k...)."""
         params = sampling or self._sampling(**kwargs)
@@ -163,8 +195,14 @@ class Llama:
     def _sampling(self, seed: int | None = None, **kwargs: Any) -> _core.SamplingParams:
         return make_sampling_params(seed=self.seed if seed is None else seed, **kwargs)
 
-    def _run(self, tokens: list[int], params: _core.SamplingParams, max_tokens: int,
-             stop: Sequence[str], n_logprobs: int | None) -> Iterator[dict[str, Any]]:
+    def _run(
+        self,
+        tokens: list[int],
+        params: _core.SamplingParams,
+        max_tokens: int,
+        stop: Sequence[str],
+        n_logprobs: int | None,
+    ) -> Iterator[dict[str, Any]]:
         """Core loop: yields {"text", "token", "logprobs"?} pieces, then a final
         {"finish_reason", "completion_tokens"}. Holds the lock for the whole run."""
         assembler = TextAssembler(stop)
@@ -196,68 +234,139 @@ class Llama:
         tail = assembler.flush()
         if tail:
             yield {"text": tail, "token": None}
-        yield {"finish_reason": finish, "completion_tokens": n, "stopping_word": assembler.stopped_by}
+        yield {
+            "finish_reason": finish,
+            "completion_tokens": n,
+            "stopping_word": assembler.stopped_by,
+        }
 
     def _piece_text(self, token: int) -> str:
         return self.model.token_to_piece(token, False).decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------ completions
-    def create_completion(self, prompt: Prompt, max_tokens: int | None = 16, *,
-                          temperature: float = 0.8, top_p: float = 0.95, top_k: int = 40,
-                          min_p: float = 0.05, stop: str | Sequence[str] | None = None,
-                          seed: int | None = None, grammar: str | None = None,
-                          json_schema: Any = None, logprobs: int | None = None,
-                          stream: bool = False, echo: bool = False,
-                          logit_bias: Mapping[Any, float] | None = None,
-                          model: str | None = None, **sampling: Any) -> Any:
+    def create_completion(
+        self,
+        prompt: Prompt,
+        max_tokens: int | None = 16,
+        *,
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        top_k: int = 40,
+        min_p: float = 0.05,
+        stop: str | Sequence[str] | None = None,
+        seed: int | None = None,
+        grammar: str | None = None,
+        json_schema: Any = None,
+        logprobs: int | None = None,
+        stream: bool = False,
+        echo: bool = False,
+        logit_bias: Mapping[Any, float] | None = None,
+        model: str | None = None,
+        **sampling: Any,
+    ) -> Any:
         """OpenAI ``text_completion`` dict, or an iterator of chunks with ``stream=True``."""
         stops = _stops(stop)
-        params = self._sampling(seed=seed, temperature=temperature, top_p=top_p, top_k=top_k,
-                                min_p=min_p, grammar=grammar, json_schema=json_schema,
-                                logit_bias=logit_bias, **sampling)
+        params = self._sampling(
+            seed=seed,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            min_p=min_p,
+            grammar=grammar,
+            json_schema=json_schema,
+            logit_bias=logit_bias,
+            **sampling,
+        )
         tokens = self._prompt_tokens(prompt)
         if logprobs is not None and not 0 <= logprobs <= 20:
             raise ValueError("logprobs must be between 0 and 20")
         if max_tokens is not None and max_tokens < -1:
             raise ValueError("max_tokens must be >= -1")
         n_max = -1 if max_tokens is None else max_tokens
-        meta = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion",
-                "created": int(time.time()), "model": model or self.model_path}
-        prefix = prompt if echo and isinstance(prompt, str) else (self.detokenize(tokens) if echo else "")
+        meta = {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": model or self.model_path,
+        }
+        prefix = (
+            prompt
+            if echo and isinstance(prompt, str)
+            else (self.detokenize(tokens) if echo else "")
+        )
         events = self._run(tokens, params, n_max, stops, logprobs)
         if stream:
             return self._stream_completion(events, meta, prefix, len(tokens))
         text, lp, final = _fold(events)
-        choice = {"text": prefix + text, "index": 0, "logprobs": lp, "finish_reason": final["finish_reason"]}
+        choice = {
+            "text": prefix + text,
+            "index": 0,
+            "logprobs": lp,
+            "finish_reason": final["finish_reason"],
+        }
         return {**meta, "choices": [choice], "usage": _usage(len(tokens), final)}
 
     __call__ = create_completion
 
     @staticmethod
-    def _stream_completion(events: Iterator[dict[str, Any]], meta: dict[str, Any], prefix: str,
-                           n_prompt: int) -> Iterator[dict[str, Any]]:
+    def _stream_completion(
+        events: Iterator[dict[str, Any]], meta: dict[str, Any], prefix: str, n_prompt: int
+    ) -> Iterator[dict[str, Any]]:
         if prefix:
-            yield {**meta, "choices": [{"text": prefix, "index": 0, "logprobs": None, "finish_reason": None}]}
+            yield {
+                **meta,
+                "choices": [{"text": prefix, "index": 0, "logprobs": None, "finish_reason": None}],
+            }
         for ev in events:
             if "finish_reason" in ev:
-                yield {**meta, "choices": [{"text": "", "index": 0, "logprobs": None,
-                                            "finish_reason": ev["finish_reason"]}],
-                       "usage": _usage(n_prompt, ev)}
+                yield {
+                    **meta,
+                    "choices": [
+                        {
+                            "text": "",
+                            "index": 0,
+                            "logprobs": None,
+                            "finish_reason": ev["finish_reason"],
+                        }
+                    ],
+                    "usage": _usage(n_prompt, ev),
+                }
             elif ev["text"] or "logprobs" in ev:
                 lp = _legacy_logprobs([ev]) if "logprobs" in ev else None
-                yield {**meta, "choices": [{"text": ev["text"], "index": 0, "logprobs": lp, "finish_reason": None}]}
+                yield {
+                    **meta,
+                    "choices": [
+                        {"text": ev["text"], "index": 0, "logprobs": lp, "finish_reason": None}
+                    ],
+                }
 
-    def apply_chat_template(self, messages: Any, *, add_generation_prompt: bool = True,
-                            tools: Sequence[Mapping[str, Any]] | None = None, **extra: Any) -> str:
-        return self.chat_template.render(validate_messages(messages),
-                                         add_generation_prompt=add_generation_prompt, tools=tools, **extra)
+    def apply_chat_template(
+        self,
+        messages: Any,
+        *,
+        add_generation_prompt: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **extra: Any,
+    ) -> str:
+        return self.chat_template.render(
+            validate_messages(messages),
+            add_generation_prompt=add_generation_prompt,
+            tools=tools,
+            **extra,
+        )
 
     def _chat_tokens(self, messages: list[dict[str, Any]], prompt: str) -> list[int]:
         """Tokenize a rendered chat prompt. Special-token text typed inside a message (a
         user writing '<|im_end|>') stays text: such contents are tokenized on their own
         without special parsing. Other prompts tokenize exactly as llama-server does."""
-        contents = [m["content"] for m in messages if isinstance(m.get("content"), str) and m["content"]]
-        risky = [c for c in contents if self.model.tokenize(c, False, True) != self.model.tokenize(c, False, False)]
+        contents = [
+            m["content"] for m in messages if isinstance(m.get("content"), str) and m["content"]
+        ]
+        risky = [
+            c
+            for c in contents
+            if self.model.tokenize(c, False, True) != self.model.tokenize(c, False, False)
+        ]
         if not risky:
             return self._prompt_tokens(prompt)
         tokens: list[int] = [self.model.token_bos] if self.model.add_bos else []
@@ -272,14 +381,26 @@ class Llama:
         tokens += self.model.tokenize(prompt[pos:], False, True)
         return self._prompt_tokens(tokens)
 
-    def create_chat_completion(self, messages: Any, *, max_tokens: int | None = None,
-                               temperature: float = 0.8, top_p: float = 0.95, top_k: int = 40,
-                               min_p: float = 0.05, stop: str | Sequence[str] | None = None,
-                               seed: int | None = None, response_format: Mapping[str, Any] | None = None,
-                               grammar: str | None = None, logprobs: bool = False,
-                               top_logprobs: int | None = None, stream: bool = False,
-                               logit_bias: Mapping[Any, float] | None = None,
-                               model: str | None = None, **sampling: Any) -> Any:
+    def create_chat_completion(
+        self,
+        messages: Any,
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        top_k: int = 40,
+        min_p: float = 0.05,
+        stop: str | Sequence[str] | None = None,
+        seed: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        grammar: str | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        stream: bool = False,
+        logit_bias: Mapping[Any, float] | None = None,
+        model: str | None = None,
+        **sampling: Any,
+    ) -> Any:
         """OpenAI ``chat.completion`` dict, or an iterator of ``chat.completion.chunk``."""
         msgs = validate_messages(messages)
         prompt = self.chat_template.render(msgs, add_generation_prompt=True)
@@ -290,38 +411,83 @@ class Llama:
             raise ValueError("top_logprobs must be between 0 and 20")
         if max_tokens is not None and max_tokens < -1:
             raise ValueError("max_tokens must be >= -1")
-        params = self._sampling(seed=seed, temperature=temperature, top_p=top_p, top_k=top_k,
-                                min_p=min_p, grammar=rf_grammar or grammar,
-                                logit_bias=logit_bias, **sampling)
+        params = self._sampling(
+            seed=seed,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            min_p=min_p,
+            grammar=rf_grammar or grammar,
+            logit_bias=logit_bias,
+            **sampling,
+        )
         tokens = self._chat_tokens(msgs, prompt)
         n_lp = (top_logprobs or 0) if logprobs else None
-        meta = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
-                "created": int(time.time()), "model": model or self.model_path}
-        events = self._run(tokens, params, -1 if max_tokens is None else max_tokens, _stops(stop), n_lp)
+        meta = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model or self.model_path,
+        }
+        events = self._run(
+            tokens, params, -1 if max_tokens is None else max_tokens, _stops(stop), n_lp
+        )
         if stream:
             return self._stream_chat(events, meta, len(tokens))
         text, _, final = _fold(events, chat=True)
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                  "logprobs": None, "finish_reason": final["finish_reason"]}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": None,
+            "finish_reason": final["finish_reason"],
+        }
         if n_lp is not None:
             choice["logprobs"] = {"content": final["chat_logprobs"]}
         return {**meta, "choices": [choice], "usage": _usage(len(tokens), final)}
 
     @staticmethod
-    def _stream_chat(events: Iterator[dict[str, Any]], meta: dict[str, Any],
-                     n_prompt: int) -> Iterator[dict[str, Any]]:
+    def _stream_chat(
+        events: Iterator[dict[str, Any]], meta: dict[str, Any], n_prompt: int
+    ) -> Iterator[dict[str, Any]]:
         meta = {**meta, "object": "chat.completion.chunk"}
-        yield {**meta, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                    "logprobs": None, "finish_reason": None}]}
+        yield {
+            **meta,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"role": "assistant", "content": ""},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+            ],
+        }
         for ev in events:
             if "finish_reason" in ev:
-                yield {**meta, "choices": [{"index": 0, "delta": {}, "logprobs": None,
-                                            "finish_reason": ev["finish_reason"]}],
-                       "usage": _usage(n_prompt, ev)}
+                yield {
+                    **meta,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {},
+                            "logprobs": None,
+                            "finish_reason": ev["finish_reason"],
+                        }
+                    ],
+                    "usage": _usage(n_prompt, ev),
+                }
             elif ev["text"] or "logprobs" in ev:
                 lp = {"content": [_chat_logprob(ev)]} if "logprobs" in ev else None
-                yield {**meta, "choices": [{"index": 0, "delta": {"content": ev["text"]},
-                                            "logprobs": lp, "finish_reason": None}]}
+                yield {
+                    **meta,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"content": ev["text"]},
+                            "logprobs": lp,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
 
     # ------------------------------------------------------------- embeddings
     def _embedding_context(self) -> _core.Context:
@@ -331,12 +497,15 @@ class Llama:
             pooling = POOLING[self._pooling] if self._pooling else -1
             ctx = _core.Context(self.model, pooling=pooling, **kw)
             if ctx.pooling == 0 and self._pooling != "none":
-                ctx = _core.Context(self.model, pooling=POOLING["mean"], **kw)  # one vector per text
+                ctx = _core.Context(
+                    self.model, pooling=POOLING["mean"], **kw
+                )  # one vector per text
             self._embd_ctx = ctx
         return self._embd_ctx
 
-    def embed(self, texts: str | Sequence[str], *, normalize: bool = True,
-              truncate: bool = False) -> list[list[float]]:
+    def embed(
+        self, texts: str | Sequence[str], *, normalize: bool = True, truncate: bool = False
+    ) -> list[list[float]]:
         """One embedding per text (L2-normalised by default), several texts per decode."""
         single = isinstance(texts, str)
         items = [texts] if single else list(texts)
@@ -350,7 +519,9 @@ class Llama:
                 tt = self.model.tokenize(t, True, True)
                 if len(tt) > limit:
                     if not truncate:
-                        raise ValueError(f"input of {len(tt)} tokens exceeds the embedding batch of {limit}")
+                        raise ValueError(
+                            f"input of {len(tt)} tokens exceeds the embedding batch of {limit}"
+                        )
                     tt = tt[:limit]
                 toks.append(tt or [self.model.token_bos])
             out: list[list[float]] = []
@@ -428,14 +599,24 @@ def _legacy_logprobs(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for lp in lps:
         offsets.append(pos)
         pos += len(lp["token"])
-    return {"tokens": [lp["token"] for lp in lps], "token_logprobs": [lp["logprob"] for lp in lps],
-            "top_logprobs": [{t: v for t, _, v in lp["top"]} for lp in lps], "text_offset": offsets}
+    return {
+        "tokens": [lp["token"] for lp in lps],
+        "token_logprobs": [lp["logprob"] for lp in lps],
+        "top_logprobs": [{t: v for t, _, v in lp["top"]} for lp in lps],
+        "text_offset": offsets,
+    }
 
 
 def _chat_logprob(ev: Mapping[str, Any]) -> dict[str, Any]:
     lp = ev["logprobs"]
-    return {"token": lp["token"], "logprob": lp["logprob"], "bytes": list(lp["token"].encode()),
-            "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, _, v in lp["top"]]}
+    return {
+        "token": lp["token"],
+        "logprob": lp["logprob"],
+        "bytes": list(lp["token"].encode()),
+        "top_logprobs": [
+            {"token": t, "logprob": v, "bytes": list(t.encode())} for t, _, v in lp["top"]
+        ],
+    }
 
 
 def _fold(events: Iterator[dict[str, Any]], chat: bool = False) -> tuple[str, Any, dict[str, Any]]:

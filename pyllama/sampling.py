@@ -12,18 +12,36 @@ __all__ = ["grammar_for_response_format", "json_schema_grammar", "make_sampling_
 
 # public name -> SamplingParams field (identity unless renamed)
 _FIELDS = {
-    "seed": "seed", "min_keep": "min_keep", "top_k": "top_k", "top_p": "top_p", "min_p": "min_p",
-    "xtc_probability": "xtc_probability", "xtc_threshold": "xtc_threshold",
-    "typical_p": "typical_p", "temperature": "temperature", "temp": "temperature",
-    "dynatemp_range": "dynatemp_range", "dynatemp_exponent": "dynatemp_exponent",
-    "repeat_last_n": "repeat_last_n", "repeat_penalty": "repeat_penalty",
-    "frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty",
-    "dry_multiplier": "dry_multiplier", "dry_base": "dry_base",
-    "dry_allowed_length": "dry_allowed_length", "dry_penalty_last_n": "dry_penalty_last_n",
-    "dry_sequence_breakers": "dry_sequence_breakers", "mirostat": "mirostat",
-    "mirostat_mode": "mirostat", "mirostat_tau": "mirostat_tau", "mirostat_eta": "mirostat_eta",
-    "top_n_sigma": "top_n_sigma", "adaptive_target": "adaptive_target",
-    "adaptive_decay": "adaptive_decay", "ignore_eos": "ignore_eos", "samplers": "samplers",
+    "seed": "seed",
+    "min_keep": "min_keep",
+    "top_k": "top_k",
+    "top_p": "top_p",
+    "min_p": "min_p",
+    "xtc_probability": "xtc_probability",
+    "xtc_threshold": "xtc_threshold",
+    "typical_p": "typical_p",
+    "temperature": "temperature",
+    "temp": "temperature",
+    "dynatemp_range": "dynatemp_range",
+    "dynatemp_exponent": "dynatemp_exponent",
+    "repeat_last_n": "repeat_last_n",
+    "repeat_penalty": "repeat_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "dry_multiplier": "dry_multiplier",
+    "dry_base": "dry_base",
+    "dry_allowed_length": "dry_allowed_length",
+    "dry_penalty_last_n": "dry_penalty_last_n",
+    "dry_sequence_breakers": "dry_sequence_breakers",
+    "mirostat": "mirostat",
+    "mirostat_mode": "mirostat",
+    "mirostat_tau": "mirostat_tau",
+    "mirostat_eta": "mirostat_eta",
+    "top_n_sigma": "top_n_sigma",
+    "adaptive_target": "adaptive_target",
+    "adaptive_decay": "adaptive_decay",
+    "ignore_eos": "ignore_eos",
+    "samplers": "samplers",
 }
 
 
@@ -55,9 +73,13 @@ def grammar_for_response_format(fmt: Mapping[str, Any] | None) -> str | None:
     raise ValueError(f"unknown response_format type '{kind}' (text, json_object, json_schema)")
 
 
-def make_sampling_params(*, grammar: str | None = None, json_schema: Any = None,
-                         logit_bias: Mapping[Any, float] | None = None,
-                         **kwargs: Any) -> _core.SamplingParams:
+def make_sampling_params(
+    *,
+    grammar: str | None = None,
+    json_schema: Any = None,
+    logit_bias: Mapping[Any, float] | None = None,
+    **kwargs: Any,
+) -> _core.SamplingParams:
     """Build SamplingParams from keyword arguments; unknown names raise TypeError."""
     p = _core.SamplingParams()
     for name, value in kwargs.items():
@@ -84,7 +106,9 @@ def make_sampling_params(*, grammar: str | None = None, json_schema: Any = None,
             try:
                 pairs.append((int(tok), float(bias)))
             except (TypeError, ValueError) as e:
-                raise ValueError(f"logit_bias entry {tok!r}: {bias!r} is not token id -> number") from e
+                raise ValueError(
+                    f"logit_bias entry {tok!r}: {bias!r} is not token id -> number"
+                ) from e
         p.logit_bias = pairs
     p.validate()
     return p

@@ -38,7 +38,7 @@ class TextAssembler:
             return out
         keep = self._longest_stop_prefix_suffix()
         out = self._pending[: len(self._pending) - keep]
-        self._pending = self._pending[len(out):]
+        self._pending = self._pending[len(out) :]
         return out
 
     def flush(self) -> str:

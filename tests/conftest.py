@@ -27,5 +27,7 @@ def llm(smollm_path: str):
 @pytest.fixture(scope="session")
 def vendor_models() -> Path:
     if not VENDOR_MODELS.is_dir():
-        pytest.fail(f"{VENDOR_MODELS} missing: build the package first (it fetches vendor/llama.cpp)")
+        pytest.fail(
+            f"{VENDOR_MODELS} missing: build the package first (it fetches vendor/llama.cpp)"
+        )
     return VENDOR_MODELS

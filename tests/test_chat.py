@@ -43,8 +43,9 @@ def test_hf_helpers():
 def test_model_template_is_chatml(llm):
     src = llm.model.chat_template()
     assert "<|im_start|>" in src
-    prompt = llm.apply_chat_template([{"role": "system", "content": "Be brief."},
-                                      {"role": "user", "content": "Hi"}])
+    prompt = llm.apply_chat_template(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    )
     assert prompt.endswith("<|im_start|>assistant\n")
     assert "<|im_start|>user\nHi<|im_end|>" in prompt
 
@@ -57,14 +58,27 @@ def test_special_token_text_in_content_is_text(llm):
     prompt = llm.apply_chat_template(msgs)
     im_end = llm.model.tokenize("<|im_end|>", False, True)
     assert len(im_end) == 1
+    plain = validate_messages([{"role": "user", "content": "a b"}])
+    own = llm._chat_tokens(plain, llm.apply_chat_template(plain)).count(im_end[0])
     naive = llm.model.tokenize(prompt, True, True).count(im_end[0])
     safe = llm._chat_tokens(msgs, prompt).count(im_end[0])
-    assert naive == 2 and safe == 1  # only the template's own end-of-turn is a control token
+    assert naive == own + 1  # parsing the whole prompt would let the user close the turn
+    assert safe == own  # only the template's own end-of-turn tokens are control tokens
 
 
-@pytest.mark.parametrize("messages", [None, "hi", [], [123], [{}], [{"role": 123, "content": "x"}],
-                                      [{"role": "wizard", "content": "x"}],
-                                      [{"role": "user", "content": 5}]])
+@pytest.mark.parametrize(
+    "messages",
+    [
+        None,
+        "hi",
+        [],
+        [123],
+        [{}],
+        [{"role": 123, "content": "x"}],
+        [{"role": "wizard", "content": "x"}],
+        [{"role": "user", "content": 5}],
+    ],
+)
 def test_bad_messages(messages):
     with pytest.raises(ValueError):
         validate_messages(messages)

@@ -8,7 +8,7 @@ from pyllama import Batch, Context, LlamaError, Model, Sampler, json_schema_to_g
 
 
 def test_missing_model_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.gguf"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.gguf"):
         Model(str(tmp_path / "nope.gguf"))
 
 

@@ -53,8 +53,10 @@ def greedy_alone(model, tokens: list[int], n: int) -> list[int]:
 
 def test_two_sequences_in_one_batch_match_each_alone(llm):
     model = llm.model
-    prompts = [model.tokenize("Once upon a time", True, False),
-               model.tokenize("def fibonacci(n):", True, False)]
+    prompts = [
+        model.tokenize("Once upon a time", True, False),
+        model.tokenize("def fibonacci(n):", True, False),
+    ]
     n = 12
     alone = [greedy_alone(model, p, n) for p in prompts]
 
@@ -78,7 +80,9 @@ def test_two_sequences_in_one_batch_match_each_alone(llm):
 
 
 def test_stop_string_never_leaks(llm):
-    full = llm.create_completion("Count: 1, 2, 3,", max_tokens=20, temperature=0)["choices"][0]["text"]
+    full = llm.create_completion("Count: 1, 2, 3,", max_tokens=20, temperature=0)["choices"][0][
+        "text"
+    ]
     assert " 5" in full, full
     res = llm.create_completion("Count: 1, 2, 3,", max_tokens=20, temperature=0, stop=[" 5"])
     text = res["choices"][0]["text"]
@@ -96,7 +100,9 @@ def test_stream_concatenates_to_the_full_text(llm):
 
 def test_grammar_constrains_output(llm):
     gbnf = 'root ::= ("yes" | "no") "."'
-    res = llm.create_completion("Is the sky blue? Answer:", max_tokens=8, temperature=0, grammar=gbnf)
+    res = llm.create_completion(
+        "Is the sky blue? Answer:", max_tokens=8, temperature=0, grammar=gbnf
+    )
     assert res["choices"][0]["text"] in ("yes.", "no.")
 
 
@@ -107,20 +113,35 @@ def test_json_schema_output_validates(llm):
         "required": ["name", "age"],
         "additionalProperties": False,
     }
-    res = llm.create_completion("A person as JSON:", max_tokens=64, temperature=0, json_schema=schema)
+    res = llm.create_completion(
+        "A person as JSON:", max_tokens=64, temperature=0, json_schema=schema
+    )
     data = json.loads(res["choices"][0]["text"])
     jsonschema.validate(data, schema)
 
 
 def test_response_format_json_object_in_chat(llm):
     res = llm.create_chat_completion(
-        [{"role": "user", "content": "Give me a JSON object describing a cat."}],
-        max_tokens=64, temperature=0, response_format={"type": "json_object"})
+        [
+            {
+                "role": "user",
+                "content": "Reply with a JSON object with keys name and color for a red apple.",
+            }
+        ],
+        max_tokens=128,
+        temperature=0,
+        response_format={"type": "json_object"},
+    )
+    assert (
+        res["choices"][0]["finish_reason"] == "stop"
+    )  # the grammar ended the object, not max_tokens
     assert isinstance(json.loads(res["choices"][0]["message"]["content"]), dict)
 
 
 def test_chat_completion_shape(llm):
-    res = llm.create_chat_completion([{"role": "user", "content": "Say hello."}], max_tokens=16, temperature=0)
+    res = llm.create_chat_completion(
+        [{"role": "user", "content": "Say hello."}], max_tokens=16, temperature=0
+    )
     assert res["object"] == "chat.completion"
     assert res["id"].startswith("chatcmpl-")
     msg = res["choices"][0]["message"]
@@ -155,15 +176,25 @@ def test_generate_yields_tokens(llm):
 
 
 def test_embeddings(llm):
-    a, b, c = llm.embed(["The cat sat on the mat.", "A cat is sitting on a mat.", "Stock markets fell sharply."])
+    a, b, c = llm.embed(
+        ["The cat sat on the mat.", "A cat is sitting on a mat.", "Stock markets fell sharply."]
+    )
     assert len(a) == llm.model.n_embd
     dot = lambda x, y: sum(p * q for p, q in zip(x, y))  # noqa: E731
     assert abs(dot(a, a) - 1.0) < 1e-4
     assert dot(a, b) > dot(a, c)
 
 
-@pytest.mark.parametrize("bad", [{"temperature": "hot"}, {"top_p": 2.0}, {"repeat_penalty": -1.0},
-                                 {"mirostat": 7}, {"dry_allowed_length": -1}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"temperature": "hot"},
+        {"top_p": 2.0},
+        {"repeat_penalty": -1.0},
+        {"mirostat": 7},
+        {"dry_allowed_length": -1},
+    ],
+)
 def test_bad_sampling_values_raise(llm, bad):
     with pytest.raises((ValueError, TypeError)):
         llm.create_completion(PROMPT, max_tokens=2, **bad)

@@ -42,7 +42,9 @@ def test_two_threads_share_a_llama(llm):
     results: dict[int, str] = {}
 
     def work(i: int) -> None:
-        results[i] = llm.create_completion("Paris is", max_tokens=8, temperature=0)["choices"][0]["text"]
+        results[i] = llm.create_completion("Paris is", max_tokens=8, temperature=0)["choices"][0][
+            "text"
+        ]
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
     for t in threads:

@@ -9,14 +9,20 @@ import pytest
 from pyllama import Model
 
 SEP = "\n__ggml_vocab_test__\n"
-VOCABS = sorted(p.name[: -len(".inp")] for p in (Path(__file__).resolve().parent.parent / "vendor" / "llama.cpp" / "models").glob("*.gguf.inp"))
+VOCABS = sorted(
+    p.name[: -len(".inp")]
+    for p in (Path(__file__).resolve().parent.parent / "vendor" / "llama.cpp" / "models").glob(
+        "*.gguf.inp"
+    )
+)
 
 
 def read_vectors(base: Path) -> list[tuple[str, list[int]]]:
-    raw = base.with_name(base.name + ".inp").read_text(encoding="utf-8")
+    # bytes, not text mode: inputs contain \r\n that universal newlines would rewrite
+    raw = base.with_name(base.name + ".inp").read_bytes().decode("utf-8")
     inputs = raw.split(SEP)
-    if inputs and inputs[-1].endswith("\n__ggml_vocab_test__"):  # file ends with a separator line
-        inputs[-1] = inputs[-1][: -len("\n__ggml_vocab_test__")]
+    if raw.endswith(SEP):  # as llama.cpp's reader: a trailing separator ends the list
+        inputs.pop()
     outputs = base.with_name(base.name + ".out").read_text(encoding="utf-8").splitlines()
     assert len(inputs) == len(outputs), f"{base.name}: {len(inputs)} inputs, {len(outputs)} outputs"
     return [(i, [int(t) for t in o.split()]) for i, o in zip(inputs, outputs)]
@@ -30,6 +36,9 @@ def test_vectors_present():
 def test_tokenizer_vectors(vendor_models: Path, vocab: str):
     model = Model(str(vendor_models / vocab), vocab_only=True)
     vectors = read_vectors(vendor_models / vocab)
-    failures = [(text, want, got) for text, want in vectors
-                if (got := model.tokenize(text, add_special=False, parse_special=False)) != want]
+    failures = [
+        (text, want, got)
+        for text, want in vectors
+        if (got := model.tokenize(text, add_special=False, parse_special=False)) != want
+    ]
     assert not failures, f"{len(failures)}/{len(vectors)} mismatches, first: {failures[0]!r}"

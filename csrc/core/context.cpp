@@ -32,10 +32,10 @@ Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_
     cp.n_seq_max = p.n_seq_max;
     if (p.n_threads > 0) cp.n_threads = p.n_threads;
     cp.n_threads_batch = p.n_threads_batch > 0 ? p.n_threads_batch : cp.n_threads;
-    cp.flash_attn_type = static_cast<llama_flash_attn_type>(p.flash_attn);
+    cp.flash_attn_type = static_cast<enum llama_flash_attn_type>(p.flash_attn);
     cp.embeddings = p.embeddings;
-    if (p.pooling >= 0) cp.pooling_type = static_cast<llama_pooling_type>(p.pooling);
-    if (p.attention >= 0) cp.attention_type = static_cast<llama_attention_type>(p.attention);
+    if (p.pooling >= 0) cp.pooling_type = static_cast<enum llama_pooling_type>(p.pooling);
+    if (p.attention >= 0) cp.attention_type = static_cast<enum llama_attention_type>(p.attention);
     cp.type_k = ggml_type_from_name(p.type_k);
     cp.type_v = ggml_type_from_name(p.type_v);
     cp.offload_kqv = p.offload_kqv;

@@ -1,0 +1,580 @@
+"""
+llama.cpp bindings: models, contexts, batches and samplers
+"""
+from __future__ import annotations
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['Batch', 'Context', 'DEFAULT_SEED', 'LlamaError', 'LoraAdapter', 'Model', 'Sampler', 'SamplingParams', 'build_sampler_chain', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+class LlamaError(RuntimeError):
+    pass
+class Model:
+    """
+    A loaded GGUF model (immutable, thread-safe).
+    """
+    def __init__(self, path: str, *, n_gpu_layers: typing.SupportsInt | typing.SupportsIndex = -1, use_mmap: bool = True, use_mlock: bool = False, vocab_only: bool = False, check_tensors: bool = False) -> None:
+        ...
+    def chat_template(self, name: str = '') -> str:
+        """
+        The model's chat template (named variant when name is given); '' when absent.
+        """
+    def detokenize(self, tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        ...
+    def is_control(self, token: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    def is_eog(self, token: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    def meta(self, key: str) -> str:
+        """
+        One metadata value as a string ('' when absent).
+        """
+    def token_score(self, token: typing.SupportsInt | typing.SupportsIndex) -> float:
+        ...
+    def token_text(self, token: typing.SupportsInt | typing.SupportsIndex) -> bytes:
+        ...
+    def token_to_piece(self, token: typing.SupportsInt | typing.SupportsIndex, special: bool = False) -> bytes:
+        """
+        The token's bytes (may be a partial UTF-8 sequence).
+        """
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> list[int]:
+        ...
+    @property
+    def add_bos(self) -> bool:
+        ...
+    @property
+    def add_eos(self) -> bool:
+        ...
+    @property
+    def description(self) -> str:
+        ...
+    @property
+    def has_decoder(self) -> bool:
+        ...
+    @property
+    def has_encoder(self) -> bool:
+        ...
+    @property
+    def is_recurrent(self) -> bool:
+        ...
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        All GGUF metadata as strings.
+        """
+    @property
+    def n_cls_out(self) -> int:
+        ...
+    @property
+    def n_ctx_train(self) -> int:
+        ...
+    @property
+    def n_embd(self) -> int:
+        ...
+    @property
+    def n_embd_out(self) -> int:
+        ...
+    @property
+    def n_head(self) -> int:
+        ...
+    @property
+    def n_head_kv(self) -> int:
+        ...
+    @property
+    def n_layer(self) -> int:
+        ...
+    @property
+    def n_params(self) -> int:
+        ...
+    @property
+    def n_vocab(self) -> int:
+        ...
+    @property
+    def path(self) -> str:
+        ...
+    @property
+    def size(self) -> int:
+        ...
+    @property
+    def token_bos(self) -> int:
+        ...
+    @property
+    def token_eos(self) -> int:
+        ...
+    @property
+    def token_eot(self) -> int:
+        ...
+    @property
+    def token_fim_mid(self) -> int:
+        ...
+    @property
+    def token_fim_pad(self) -> int:
+        ...
+    @property
+    def token_fim_pre(self) -> int:
+        ...
+    @property
+    def token_fim_rep(self) -> int:
+        ...
+    @property
+    def token_fim_sep(self) -> int:
+        ...
+    @property
+    def token_fim_suf(self) -> int:
+        ...
+    @property
+    def token_nl(self) -> int:
+        ...
+    @property
+    def token_pad(self) -> int:
+        ...
+    @property
+    def token_sep(self) -> int:
+        ...
+    @property
+    def vocab_type(self) -> int:
+        ...
+class Batch:
+    """
+    Tokens with positions, sequence ids and output flags for one decode.
+    """
+    def __init__(self, capacity: typing.SupportsInt | typing.SupportsIndex, n_seq_max: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def add(self, token: typing.SupportsInt | typing.SupportsIndex, pos: typing.SupportsInt | typing.SupportsIndex, seq_ids: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], logits: bool = False) -> None:
+        ...
+    def add_sequence(self, tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pos0: typing.SupportsInt | typing.SupportsIndex, seq_id: typing.SupportsInt | typing.SupportsIndex, logits_last: bool = True) -> None:
+        """
+        Append tokens of one sequence at pos0, pos0+1, ...
+        """
+    def clear(self) -> None:
+        ...
+    def logits_at(self, index: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    def set_logits(self, index: typing.SupportsInt | typing.SupportsIndex, logits: bool) -> None:
+        ...
+    def token_at(self, index: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    @property
+    def capacity(self) -> int:
+        ...
+    @property
+    def n_seq_max(self) -> int:
+        ...
+class LoraAdapter:
+    """
+    A LoRA adapter loaded for a model.
+    """
+    def __init__(self, model: Model, path: str) -> None:
+        ...
+    @property
+    def path(self) -> str:
+        ...
+class Context:
+    """
+    An inference context (KV cache, outputs) on a Model.
+    """
+    def __init__(self, model: Model, *, n_ctx: typing.SupportsInt | typing.SupportsIndex = 0, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_seq_max: typing.SupportsInt | typing.SupportsIndex = 1, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, attention: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', offload_kqv: bool = True, kv_unified: bool = True, swa_full: bool = True, no_perf: bool = False, rope_freq_base: typing.SupportsFloat | typing.SupportsIndex = 0.0, rope_freq_scale: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
+        ...
+    def decode(self, batch: Batch) -> None:
+        ...
+    def embeddings_ith(self, idx: typing.SupportsInt | typing.SupportsIndex = -1) -> numpy.typing.NDArray[numpy.float32]:
+        """
+        Zero-copy view of output idx's embedding (pooling none).
+        """
+    def embeddings_seq(self, seq_id: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
+        """
+        Zero-copy view of a sequence's pooled embedding (or rank scores).
+        """
+    def encode(self, batch: Batch) -> None:
+        ...
+    def logits_ith(self, idx: typing.SupportsInt | typing.SupportsIndex = -1) -> numpy.typing.NDArray[numpy.float32]:
+        """
+        Zero-copy float32 view of output idx's logits (valid until the next decode).
+        """
+    def memory_clear(self, data: bool = True) -> None:
+        ...
+    def perf(self) -> dict:
+        ...
+    def perf_reset(self) -> None:
+        ...
+    def seq_add(self, seq_id: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, delta: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def seq_cp(self, src: typing.SupportsInt | typing.SupportsIndex, dst: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex = -1, p1: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
+        ...
+    def seq_div(self, seq_id: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def seq_keep(self, seq_id: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def seq_pos_max(self, seq_id: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    def seq_pos_min(self, seq_id: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    def seq_rm(self, seq_id: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex = -1, p1: typing.SupportsInt | typing.SupportsIndex = -1) -> bool:
+        ...
+    def seq_state_get(self, seq_id: typing.SupportsInt | typing.SupportsIndex) -> bytes:
+        ...
+    def seq_state_load(self, path: str, seq_id: typing.SupportsInt | typing.SupportsIndex, max_tokens: typing.SupportsInt | typing.SupportsIndex = 1048576) -> list[int]:
+        """
+        Restore a sequence saved by seq_state_save; returns its tokens.
+        """
+    def seq_state_save(self, path: str, seq_id: typing.SupportsInt | typing.SupportsIndex, tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> int:
+        ...
+    def seq_state_set(self, data: bytes, seq_id: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def set_causal_attn(self, causal: bool) -> None:
+        ...
+    def set_embeddings(self, embeddings: bool) -> None:
+        ...
+    def set_lora(self, adapters: collections.abc.Sequence[tuple[LoraAdapter, typing.SupportsFloat | typing.SupportsIndex]]) -> None:
+        """
+        Apply [(adapter, scale), ...] replacing the current set; [] removes all.
+        """
+    def set_n_threads(self, n_threads: typing.SupportsInt | typing.SupportsIndex, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
+        ...
+    @property
+    def can_shift(self) -> bool:
+        ...
+    @property
+    def model(self) -> Model:
+        ...
+    @property
+    def n_batch(self) -> int:
+        ...
+    @property
+    def n_ctx(self) -> int:
+        ...
+    @property
+    def n_embd_out(self) -> int:
+        ...
+    @property
+    def n_outputs(self) -> int:
+        ...
+    @property
+    def n_seq_max(self) -> int:
+        ...
+    @property
+    def n_threads(self) -> int:
+        ...
+    @property
+    def n_ubatch(self) -> int:
+        ...
+    @property
+    def pooling(self) -> int:
+        ...
+class Sampler:
+    """
+    One llama.cpp sampler or a chain of them. Sampler.chain() makes a chain; chain.add(stage) moves stage into it.
+    """
+    @staticmethod
+    def adaptive_p(target: typing.SupportsFloat | typing.SupportsIndex, decay: typing.SupportsFloat | typing.SupportsIndex = 0.8999999761581421, seed: typing.SupportsInt | typing.SupportsIndex = 4294967295) -> Sampler:
+        ...
+    @staticmethod
+    def chain(*, no_perf: bool = True) -> Sampler:
+        ...
+    @staticmethod
+    def dist(seed: typing.SupportsInt | typing.SupportsIndex = 4294967295) -> Sampler:
+        ...
+    @staticmethod
+    def dry(model: Model, multiplier: typing.SupportsFloat | typing.SupportsIndex, base: typing.SupportsFloat | typing.SupportsIndex = 1.75, allowed_length: typing.SupportsInt | typing.SupportsIndex = 2, last_n: typing.SupportsInt | typing.SupportsIndex = -1, seq_breakers: collections.abc.Sequence[str] = ['\n', ':', '"', '*']) -> Sampler:
+        ...
+    @staticmethod
+    def grammar(model: Model, grammar: str, root: str = 'root') -> Sampler:
+        ...
+    @staticmethod
+    def grammar_lazy(model: Model, grammar: str, root: str = 'root', trigger_patterns: collections.abc.Sequence[str] = [], trigger_tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> Sampler:
+        ...
+    @staticmethod
+    def greedy() -> Sampler:
+        ...
+    @staticmethod
+    def infill(model: Model) -> Sampler:
+        ...
+    @staticmethod
+    def logit_bias(n_vocab: typing.SupportsInt | typing.SupportsIndex, biases: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]) -> Sampler:
+        ...
+    @staticmethod
+    def min_p(p: typing.SupportsFloat | typing.SupportsIndex, min_keep: typing.SupportsInt | typing.SupportsIndex = 1) -> Sampler:
+        ...
+    @staticmethod
+    def mirostat(n_vocab: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, eta: typing.SupportsFloat | typing.SupportsIndex, m: typing.SupportsInt | typing.SupportsIndex = 100) -> Sampler:
+        ...
+    @staticmethod
+    def mirostat_v2(seed: typing.SupportsInt | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, eta: typing.SupportsFloat | typing.SupportsIndex) -> Sampler:
+        ...
+    @staticmethod
+    def penalties(last_n: typing.SupportsInt | typing.SupportsIndex = 64, repeat: typing.SupportsFloat | typing.SupportsIndex = 1.0, freq: typing.SupportsFloat | typing.SupportsIndex = 0.0, present: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Sampler:
+        ...
+    @staticmethod
+    def temp(t: typing.SupportsFloat | typing.SupportsIndex) -> Sampler:
+        ...
+    @staticmethod
+    def temp_ext(t: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, exponent: typing.SupportsFloat | typing.SupportsIndex) -> Sampler:
+        """
+        Dynamic temperature (dynatemp range and exponent).
+        """
+    @staticmethod
+    def top_k(k: typing.SupportsInt | typing.SupportsIndex) -> Sampler:
+        ...
+    @staticmethod
+    def top_n_sigma(n: typing.SupportsFloat | typing.SupportsIndex) -> Sampler:
+        ...
+    @staticmethod
+    def top_p(p: typing.SupportsFloat | typing.SupportsIndex, min_keep: typing.SupportsInt | typing.SupportsIndex = 1) -> Sampler:
+        ...
+    @staticmethod
+    def typical(p: typing.SupportsFloat | typing.SupportsIndex, min_keep: typing.SupportsInt | typing.SupportsIndex = 1) -> Sampler:
+        ...
+    @staticmethod
+    def xtc(p: typing.SupportsFloat | typing.SupportsIndex, t: typing.SupportsFloat | typing.SupportsIndex, min_keep: typing.SupportsInt | typing.SupportsIndex = 1, seed: typing.SupportsInt | typing.SupportsIndex = 4294967295) -> Sampler:
+        ...
+    def __len__(self) -> int:
+        ...
+    def accept(self, token: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def add(self, stage: Sampler) -> None:
+        """
+        Move stage into this chain; returns nothing.
+        """
+    def clone(self) -> Sampler:
+        ...
+    def reset(self) -> None:
+        ...
+    def sample(self, ctx: Context, idx: typing.SupportsInt | typing.SupportsIndex = -1) -> int:
+        """
+        Sample from output idx of ctx's last decode and accept the token.
+        """
+    @property
+    def empty(self) -> bool:
+        ...
+    @property
+    def is_chain(self) -> bool:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def seed(self) -> int:
+        ...
+class SamplingParams:
+    """
+    Every llama-server sampling option; defaults are llama-server's.
+    """
+    grammar: str
+    grammar_lazy: bool
+    ignore_eos: bool
+    def __init__(self) -> None:
+        ...
+    def validate(self) -> None:
+        """
+        Raise ValueError naming the first invalid field.
+        """
+    @property
+    def adaptive_decay(self) -> float:
+        ...
+    @adaptive_decay.setter
+    def adaptive_decay(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def adaptive_target(self) -> float:
+        ...
+    @adaptive_target.setter
+    def adaptive_target(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dry_allowed_length(self) -> int:
+        ...
+    @dry_allowed_length.setter
+    def dry_allowed_length(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dry_base(self) -> float:
+        ...
+    @dry_base.setter
+    def dry_base(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dry_multiplier(self) -> float:
+        ...
+    @dry_multiplier.setter
+    def dry_multiplier(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dry_penalty_last_n(self) -> int:
+        ...
+    @dry_penalty_last_n.setter
+    def dry_penalty_last_n(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dry_sequence_breakers(self) -> list[str]:
+        ...
+    @dry_sequence_breakers.setter
+    def dry_sequence_breakers(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def dynatemp_exponent(self) -> float:
+        ...
+    @dynatemp_exponent.setter
+    def dynatemp_exponent(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dynatemp_range(self) -> float:
+        ...
+    @dynatemp_range.setter
+    def dynatemp_range(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def frequency_penalty(self) -> float:
+        ...
+    @frequency_penalty.setter
+    def frequency_penalty(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def grammar_trigger_patterns(self) -> list[str]:
+        ...
+    @grammar_trigger_patterns.setter
+    def grammar_trigger_patterns(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def grammar_trigger_tokens(self) -> list[int]:
+        ...
+    @grammar_trigger_tokens.setter
+    def grammar_trigger_tokens(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def logit_bias(self) -> list[tuple[int, float]]:
+        ...
+    @logit_bias.setter
+    def logit_bias(self, arg0: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]) -> None:
+        ...
+    @property
+    def min_keep(self) -> int:
+        ...
+    @min_keep.setter
+    def min_keep(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def min_p(self) -> float:
+        ...
+    @min_p.setter
+    def min_p(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def mirostat(self) -> int:
+        ...
+    @mirostat.setter
+    def mirostat(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def mirostat_eta(self) -> float:
+        ...
+    @mirostat_eta.setter
+    def mirostat_eta(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def mirostat_tau(self) -> float:
+        ...
+    @mirostat_tau.setter
+    def mirostat_tau(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def presence_penalty(self) -> float:
+        ...
+    @presence_penalty.setter
+    def presence_penalty(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def repeat_last_n(self) -> int:
+        ...
+    @repeat_last_n.setter
+    def repeat_last_n(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def repeat_penalty(self) -> float:
+        ...
+    @repeat_penalty.setter
+    def repeat_penalty(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def samplers(self) -> list[str]:
+        ...
+    @samplers.setter
+    def samplers(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def seed(self) -> int:
+        ...
+    @seed.setter
+    def seed(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def temperature(self) -> float:
+        ...
+    @temperature.setter
+    def temperature(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def top_k(self) -> int:
+        ...
+    @top_k.setter
+    def top_k(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def top_n_sigma(self) -> float:
+        ...
+    @top_n_sigma.setter
+    def top_n_sigma(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def top_p(self) -> float:
+        ...
+    @top_p.setter
+    def top_p(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def typical_p(self) -> float:
+        ...
+    @typical_p.setter
+    def typical_p(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def xtc_probability(self) -> float:
+        ...
+    @xtc_probability.setter
+    def xtc_probability(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def xtc_threshold(self) -> float:
+        ...
+    @xtc_threshold.setter
+    def xtc_threshold(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.SupportsInt | typing.SupportsIndex) -> Sampler:
+    """
+    The chain llama-server would build for params (grammar first, then its stage order).
+    """
+def get_log_level() -> int:
+    ...
+def json_schema_to_grammar(schema: str) -> str:
+    """
+    Convert a JSON schema (JSON text) to GBNF with llama.cpp's converter.
+    """
+def max_devices() -> int:
+    ...
+def set_log_level(level: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Lowest ggml log level echoed to stderr: 1 debug, 2 info, 3 warn, 4 error, 5 none.
+    """
+def supports_gpu_offload() -> bool:
+    ...
+def supports_mlock() -> bool:
+    ...
+def supports_mmap() -> bool:
+    ...
+def system_info() -> str:
+    ...
+def time_us() -> int:
+    ...
+DEFAULT_SEED: int = 4294967295
+__version__: str = '0.1.0'
