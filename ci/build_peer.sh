@@ -7,8 +7,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${PYLLAMA_CACHE:-$HOME/.cache/pyllama}/peer}"
 python3 "$root/ci/fetch_vendor.py"
-# Same flags as CMakeLists.txt's defaults, so ccache shares ggml/llama objects with the package build.
+# Same compilers and flags as the package build (CMakeLists.txt), so ccache shares the
+# ggml/llama objects with it and the binaries run the same kernels.
 cmake -S "$root/vendor/llama.cpp" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_COMPILER="${CC:-gcc}" -DCMAKE_CXX_COMPILER="${CXX:-g++}" -DLLAMA_ALL_WARNINGS=OFF \
   -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
