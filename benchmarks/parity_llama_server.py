@@ -1,0 +1,84 @@
+"""Greedy parity: Llama.create_completion against llama-server from the same vendor tree.
+
+Starts llama-server (ci/build_peer.sh) on the model, sends each prompt to /completion
+with temperature 0 and n_predict N, and compares the text with pyllama's
+``Llama(...).create_completion(prompt, max_tokens=N, temperature=0)``.
+
+    python benchmarks/parity_llama_server.py [--model M] [--tokens 48] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
+    "Once upon a time, in a small village,",
+    "1, 2, 3, 4,",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model")
+    ap.add_argument("--tokens", type=int, default=48)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx", type=int, default=2048)
+    cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
+    ap.add_argument("--server", default=os.environ.get("LLAMA_SERVER_BIN_PATH", str(cache / "peer/bin/llama-server")))
+    args = ap.parse_args()
+    from pyllama import Llama, demo_model
+
+    model = args.model or demo_model()
+    port = free_port()
+    proc = subprocess.Popen([args.server, "-m", model, "-t", str(args.threads), "-c", str(args.ctx), "-np", "1",
+                             "--port", str(port), "--host", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.1)
+        llm = Llama(model, n_ctx=args.ctx, n_threads=args.threads)
+        same = 0
+        for p in PROMPTS:
+            theirs = post(f"http://127.0.0.1:{port}/completion",
+                          {"prompt": p, "n_predict": args.tokens, "temperature": 0, "cache_prompt": False})["content"]
+            ours = llm.create_completion(p, max_tokens=args.tokens, temperature=0)["choices"][0]["text"]
+            ok = ours == theirs
+            same += ok
+            print(json.dumps({"prompt": p, "identical": ok, "pyllama": ours, "llama_server": theirs}))
+        print(f"{same}/{len(PROMPTS)} prompts identical")
+        return 0 if same == len(PROMPTS) else 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "engine/engine.hpp"
+
+namespace py = pybind11;
+
+namespace pyllama {
+
+using engine::Engine;
+using engine::EngineParams;
+using engine::Event;
+using engine::TaskKind;
+using engine::TaskParams;
+
+namespace {
+
+const char * event_type_name(Event::Type t) {
+    switch (t) {
+        case Event::Type::Token: return "token";
+        case Event::Type::Final: return "final";
+        case Event::Type::Error: return "error";
+    }
+    return "error";
+}
+
+py::dict slot_dict(const engine::SlotInfo & s) {
+    py::dict d;
+    d["id"] = s.id;
+    d["state"] = s.state;
+    d["task_id"] = s.task_id;
+    d["n_ctx"] = s.n_ctx;
+    d["n_past"] = s.n_past;
+    d["n_prompt"] = s.n_prompt;
+    d["n_decoded"] = s.n_decoded;
+    d["n_cache"] = s.n_cache;
+    return d;
+}
+
+py::dict metrics_dict(const engine::Metrics & m) {
+    py::dict d;
+    d["n_prompt_tokens_total"] = m.n_prompt_tokens_total;
+    d["t_prompt_ms_total"] = m.t_prompt_ms_total;
+    d["n_predicted_total"] = m.n_predicted_total;
+    d["t_predicted_ms_total"] = m.t_predicted_ms_total;
+    d["n_decode_total"] = m.n_decode_total;
+    d["n_busy_slots_total"] = m.n_busy_slots_total;
+    d["n_tasks_done"] = m.n_tasks_done;
+    d["n_processing"] = m.n_processing;
+    d["n_deferred"] = m.n_deferred;
+    d["n_tokens_max"] = m.n_tokens_max;
+    d["kv_usage"] = m.kv_usage;
+    return d;
+}
+
+}  // namespace
+
+void register_engine(py::module_ & m) {
+    py::register_exception<engine::OverloadedError>(m, "OverloadedError", PyExc_RuntimeError);
+    static py::exception<engine::ContextSizeError> & ctx_error =
+        py::register_exception<engine::ContextSizeError>(m, "ContextSizeError", PyExc_ValueError);
+    // Registered after: tried first. Carries the numbers llama-server's error reports.
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const engine::ContextSizeError & e) {
+            auto type = py::reinterpret_borrow<py::object>(ctx_error.ptr());
+            py::object inst = type(e.what());
+            inst.attr("n_prompt_tokens") = e.n_prompt_tokens;
+            inst.attr("n_ctx") = e.n_ctx_slot;
+            PyErr_SetObject(ctx_error.ptr(), inst.ptr());
+        }
+    });
+
+    py::enum_<TaskKind>(m, "TaskKind")
+        .value("COMPLETION", TaskKind::Completion)
+        .value("EMBEDDING", TaskKind::Embedding)
+        .value("RERANK", TaskKind::Rerank);
+
+    py::class_<TaskParams>(m, "TaskParams", "One request for the engine: tokens in, events out.")
+        .def(py::init<>())
+        .def_readwrite("kind", &TaskParams::kind)
+        .def_readwrite("prompt", &TaskParams::prompt)
+        .def_readwrite("sampling", &TaskParams::sampling)
+        .def_readwrite("n_predict", &TaskParams::n_predict)
+        .def_readwrite("stop", &TaskParams::stop)
+        .def_readwrite("t_max_predict_ms", &TaskParams::t_max_predict_ms)
+        .def_readwrite("n_probs", &TaskParams::n_probs)
+        .def_readwrite("post_sampling_probs", &TaskParams::post_sampling_probs)
+        .def_readwrite("cache_prompt", &TaskParams::cache_prompt)
+        .def_readwrite("n_cmpl", &TaskParams::n_cmpl)
+        .def_readwrite("id_slot", &TaskParams::id_slot)
+        .def_readwrite("embd_normalize", &TaskParams::embd_normalize)
+        .def_readwrite("lora_scales", &TaskParams::lora_scales);
+
+    py::class_<Event>(m, "Event", "token, final or error: the closed set a task produces.")
+        .def_property_readonly("type", [](const Event & e) { return event_type_name(e.type); })
+        .def_readonly("index", &Event::index)
+        .def_readonly("done", &Event::done)
+        .def_readonly("token", &Event::token)
+        .def_property_readonly("text", [](const Event & e) { return py::bytes(e.text); },
+                               "UTF-8 bytes; whole characters except where the model produced invalid UTF-8")
+        .def_readonly("logprob", &Event::logprob)
+        .def_property_readonly("top", [](const Event & e) {
+            py::list out;
+            for (const auto & t : e.top) out.append(py::make_tuple(t.id, t.logprob));
+            return out;
+        })
+        .def_property_readonly("stop", [](const Event & e) { return engine::stop_reason_name(e.stop); })
+        .def_readonly("stopping_word", &Event::stopping_word)
+        .def_readonly("n_prompt", &Event::n_prompt)
+        .def_readonly("n_cached", &Event::n_cached)
+        .def_readonly("n_predicted", &Event::n_predicted)
+        .def_readonly("t_prompt_ms", &Event::t_prompt_ms)
+        .def_readonly("t_predicted_ms", &Event::t_predicted_ms)
+        .def_readonly("embedding", &Event::embedding)
+        .def_readonly("n_embd_rows", &Event::n_embd_rows)
+        .def_readonly("error_kind", &Event::error_kind)
+        .def_readonly("message", &Event::message)
+        .def("__repr__", [](const Event & e) {
+            return std::string("<Event ") + event_type_name(e.type) + " index=" + std::to_string(e.index) +
+                   " token=" + std::to_string(e.token) + (e.done ? " done" : "") + ">";
+        });
+
+    py::class_<Engine>(m, "Engine", "Continuous batching over n_parallel slots on a C++ thread.")
+        .def(py::init([](std::shared_ptr<Model> model, int32_t n_parallel, uint32_t n_ctx, uint32_t n_batch,
+                         uint32_t n_ubatch, int32_t n_threads, int32_t n_threads_batch, int32_t flash_attn,
+                         bool embeddings, int32_t pooling, const std::string & type_k, const std::string & type_v,
+                         bool kv_unified, int32_t max_queue, float slot_prompt_similarity, bool context_shift,
+                         int32_t n_keep, std::vector<std::pair<std::string, float>> lora) {
+                 if (!model) throw std::invalid_argument("model is None");
+                 EngineParams p;
+                 p.ctx.n_ctx = n_ctx;
+                 p.ctx.n_batch = n_batch;
+                 p.ctx.n_ubatch = n_ubatch;
+                 p.ctx.n_threads = n_threads;
+                 p.ctx.n_threads_batch = n_threads_batch;
+                 p.ctx.flash_attn = flash_attn;
+                 p.ctx.embeddings = embeddings;
+                 p.ctx.pooling = pooling;
+                 p.ctx.type_k = type_k;
+                 p.ctx.type_v = type_v;
+                 p.ctx.kv_unified = kv_unified;
+                 p.n_parallel = n_parallel;
+                 p.max_queue = max_queue;
+                 p.slot_prompt_similarity = slot_prompt_similarity;
+                 p.context_shift = context_shift;
+                 p.n_keep = n_keep;
+                 p.lora = std::move(lora);
+                 // Context allocation and adapter loading take time: release the GIL.
+                 py::gil_scoped_release release;
+                 return std::make_unique<Engine>(std::move(model), p);
+             }),
+             py::arg("model"), py::kw_only(), py::arg("n_parallel") = 1, py::arg("n_ctx") = 4096,
+             py::arg("n_batch") = 2048, py::arg("n_ubatch") = 512, py::arg("n_threads") = -1,
+             py::arg("n_threads_batch") = -1, py::arg("flash_attn") = -1, py::arg("embeddings") = false,
+             py::arg("pooling") = -1, py::arg("type_k") = "f16", py::arg("type_v") = "f16",
+             py::arg("kv_unified") = false, py::arg("max_queue") = 256, py::arg("slot_prompt_similarity") = 0.1f,
+             py::arg("context_shift") = false, py::arg("n_keep") = 0,
+             py::arg("lora") = std::vector<std::pair<std::string, float>>{})
+        // submit copies the TaskParams into C++ first; building the sampler chains
+        // (grammar parsing) then runs without the GIL.
+        .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),
+             py::call_guard<py::gil_scoped_release>())
+        .def("cancel", &Engine::cancel, py::arg("task_id"), py::call_guard<py::gil_scoped_release>())
+        .def("take_ready", &Engine::take_ready, "Drain events of every task that has some: [(task_id, [Event])].")
+        .def("wait", &Engine::wait, py::arg("task_id"), py::arg("timeout_ms") = -1,
+             py::call_guard<py::gil_scoped_release>(), "Block until task_id has events; returns them.")
+        .def_property_readonly("notify_fd", &Engine::notify_fd)
+        .def_property_readonly("n_ctx_slot", &Engine::n_ctx_slot)
+        .def_property_readonly("n_parallel", &Engine::n_parallel)
+        .def_property_readonly("model", &Engine::model)
+        .def_property_readonly("lora_paths", &Engine::lora_paths)
+        .def("lora_scales", &Engine::lora_scales, py::call_guard<py::gil_scoped_release>())
+        .def("set_lora_scales", &Engine::set_lora_scales, py::arg("scales"), py::call_guard<py::gil_scoped_release>())
+        .def("slots", [](const Engine & e) {
+            py::list out;
+            for (const auto & s : e.slots()) out.append(slot_dict(s));
+            return out;
+        })
+        .def("metrics", [](const Engine & e) { return metrics_dict(e.metrics()); })
+        .def("save_slot", &Engine::save_slot, py::arg("slot_id"), py::arg("path"), py::call_guard<py::gil_scoped_release>())
+        .def("restore_slot", &Engine::restore_slot, py::arg("slot_id"), py::arg("path"),
+             py::call_guard<py::gil_scoped_release>())
+        .def("erase_slot", &Engine::erase_slot, py::arg("slot_id"), py::call_guard<py::gil_scoped_release>())
+        .def("stop", &Engine::stop, py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace pyllama

@@ -1,0 +1,797 @@
+#include "engine/engine.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <numeric>
+
+#include "core/log.hpp"
+
+namespace pyllama::engine {
+
+const char * stop_reason_name(StopReason r) {
+    switch (r) {
+        case StopReason::None: return "none";
+        case StopReason::Eos: return "eos";
+        case StopReason::Limit: return "limit";
+        case StopReason::Word: return "word";
+        case StopReason::Context: return "context";
+        case StopReason::Timeout: return "timeout";
+        case StopReason::Cancelled: return "cancelled";
+    }
+    return "none";
+}
+
+namespace {
+
+int64_t now_us() { return llama_time_us(); }
+
+size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama_token> & b) {
+    size_t n = 0;
+    const size_t m = std::min(a.size(), b.size());
+    while (n < m && a[n] == b[n]) ++n;
+    return n;
+}
+
+// As llama-server's common_embd_normalize.
+void normalize(float * v, int32_t n, int32_t norm) {
+    if (norm < 0) return;
+    double sum = 0.0;
+    if (norm == 0) {  // max absolute, scaled to int16 range
+        for (int32_t i = 0; i < n; ++i) sum = std::max(sum, static_cast<double>(std::fabs(v[i])));
+        sum /= 32760.0;
+    } else if (norm == 2) {
+        for (int32_t i = 0; i < n; ++i) sum += static_cast<double>(v[i]) * v[i];
+        sum = std::sqrt(sum);
+    } else {
+        for (int32_t i = 0; i < n; ++i) sum += std::pow(std::fabs(v[i]), norm);
+        sum = std::pow(sum, 1.0 / norm);
+    }
+    const float k = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    for (int32_t i = 0; i < n; ++i) v[i] *= k;
+}
+
+}  // namespace
+
+struct Engine::TaskState {
+    uint64_t id = 0;
+    TaskParams params;
+    std::vector<Sampler> chains;  // one per completion, built (and validated) at submit
+    int32_t finals_left = 1;
+    bool failed = false;
+    std::vector<float> lora;      // resolved adapter scales
+};
+
+struct Engine::Slot {
+    enum class State { Idle, Waiting, Prompt, Generating };
+    int32_t id = 0;
+    State state = State::Idle;
+    std::vector<llama_token> cache;  // tokens whose KV is in sequence `id`
+    std::shared_ptr<TaskState> task;
+    uint32_t index = 0;
+    Slot * parent = nullptr;  // n > 1: the slot evaluating the shared prompt
+    size_t n_past = 0;
+    int32_t n_cached = 0;
+    std::optional<Sampler> chain;
+    std::optional<TextStream> text;
+    int32_t n_decoded = 0;
+    llama_token sampled = -1;
+    int32_t i_batch = -1;   // output row in the current batch
+    int32_t chunk = 0;      // prompt tokens placed in the current batch
+    int32_t first_row = 0;  // first batch row of an embedding prompt
+    bool fed = false;       // its sampled token is in the current batch
+    int64_t t_start = 0, t_prompt_done = 0, t_last_used = 0;
+
+    const std::vector<llama_token> & prompt() const { return task->params.prompt; }
+};
+
+Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(std::move(model)), params_(p) {
+    if (p.n_parallel < 1) throw std::invalid_argument("n_parallel must be >= 1");
+    if (p.max_queue < 0) throw std::invalid_argument("max_queue must be >= 0");
+    if (p.n_keep < 0) throw std::invalid_argument("n_keep must be >= 0");
+    ContextParams cp = p.ctx;
+    cp.n_seq_max = static_cast<uint32_t>(p.n_parallel);
+    embeddings_ = cp.embeddings;
+    ctx_ = std::make_unique<Context>(model_, cp);
+    n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    for (const auto & [path, scale] : p.lora) {
+        lora_.push_back(std::make_shared<LoraAdapter>(model_, path));
+        lora_paths_.push_back(path);
+        lora_scales_now_.push_back(scale);
+    }
+    if (!lora_.empty()) apply_lora(lora_scales_now_);
+    for (int32_t i = 0; i < p.n_parallel; ++i) {
+        auto s = std::make_unique<Slot>();
+        s->id = i;
+        slots_.push_back(std::move(s));
+    }
+    batch_ = std::make_unique<Batch>(static_cast<int32_t>(ctx_->n_batch()), 1);
+    cur_.resize(static_cast<size_t>(model_->n_vocab()));
+    if (::pipe(pipe_) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+    for (int fd : pipe_) {
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+        ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    publish();
+    thread_ = std::thread(&Engine::loop, this);
+}
+
+Engine::~Engine() {
+    stop();
+    for (int fd : pipe_) {
+        if (fd >= 0) ::close(fd);
+    }
+}
+
+void Engine::stop() {
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        stopping_ = true;
+    }
+    in_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+// ---------------------------------------------------------------- callers' side
+
+uint64_t Engine::submit(TaskParams p) {
+    const bool completion = p.kind == TaskKind::Completion;
+    if (p.prompt.empty()) throw std::invalid_argument("the prompt is empty");
+    for (llama_token t : p.prompt) model_->check_token(t);
+    if (completion == embeddings_) {
+        throw std::invalid_argument(embeddings_ ? "this engine serves embeddings only (started with embeddings on)"
+                                                : "this engine was not started with embeddings on");
+    }
+    if (p.n_cmpl < 1 || p.n_cmpl > params_.n_parallel) {
+        throw std::invalid_argument("n must be between 1 and the number of slots (" + std::to_string(params_.n_parallel) + ")");
+    }
+    if (!completion && p.n_cmpl != 1) throw std::invalid_argument("n > 1 is for completions");
+    if (p.n_predict < -1) throw std::invalid_argument("n_predict must be >= -1");
+    if (p.n_probs < 0 || p.n_probs > 100) throw std::invalid_argument("n_probs must be between 0 and 100");
+    if (p.id_slot < -1 || p.id_slot >= params_.n_parallel) throw std::invalid_argument("id_slot out of range");
+    if (p.t_max_predict_ms < 0) throw std::invalid_argument("t_max_predict_ms must be >= 0");
+    if (!p.lora_scales.empty() && p.lora_scales.size() != lora_.size()) {
+        throw std::invalid_argument("lora scales: expected " + std::to_string(lora_.size()) + " values");
+    }
+    const auto n_prompt = static_cast<int32_t>(p.prompt.size());
+    if (completion && n_prompt >= n_ctx_slot_) {
+        throw ContextSizeError("the request exceeds the available context size, try increasing it", n_prompt, n_ctx_slot_);
+    }
+    if (!completion && (n_prompt > static_cast<int32_t>(ctx_->n_ubatch()) || n_prompt > n_ctx_slot_)) {
+        throw ContextSizeError("input is too large to process; increase the physical batch size", n_prompt,
+                               std::min<int32_t>(static_cast<int32_t>(ctx_->n_ubatch()), n_ctx_slot_));
+    }
+    auto t = std::make_shared<TaskState>();
+    t->params = std::move(p);
+    t->finals_left = t->params.n_cmpl;
+    t->lora = t->params.lora_scales.empty() ? lora_scales_now_ : t->params.lora_scales;
+    if (completion) {
+        // Built here, on the caller's thread: an invalid grammar fails the submit itself.
+        for (int32_t i = 0; i < t->params.n_cmpl; ++i) {
+            SamplingParams sp = t->params.sampling;
+            if (i > 0 && sp.seed != LLAMA_DEFAULT_SEED) sp.seed += static_cast<uint32_t>(i);
+            t->chains.push_back(build_sampler_chain(*model_, sp, n_ctx_slot_));
+        }
+    }
+    t->id = next_id_++;
+    {
+        std::lock_guard<std::mutex> lk(out_mu_);
+        out_[t->id];  // wait() knows the task from now on
+    }
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        if (stopping_) throw std::runtime_error("the engine is stopped");
+        if (n_waiting_.load() + n_busy_.load() >= params_.max_queue + params_.n_parallel) {
+            std::lock_guard<std::mutex> lk2(out_mu_);
+            out_.erase(t->id);
+            throw OverloadedError("the server is busy: " + std::to_string(n_waiting_.load()) + " requests waiting");
+        }
+        n_waiting_++;
+        inbox_.push_back(t);
+    }
+    in_cv_.notify_one();
+    return t->id;
+}
+
+void Engine::cancel(uint64_t id) {
+    {
+        std::lock_guard<std::mutex> lk(out_mu_);
+        out_.erase(id);  // its events are dropped from now on (emit finds no entry)
+        ready_.erase(std::remove(ready_.begin(), ready_.end(), id), ready_.end());
+    }
+    out_cv_.notify_all();
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        cancels_.push_back(id);
+    }
+    in_cv_.notify_one();
+}
+
+std::vector<std::pair<uint64_t, std::vector<Event>>> Engine::take_ready() {
+    std::vector<std::pair<uint64_t, std::vector<Event>>> out;
+    std::lock_guard<std::mutex> lk(out_mu_);
+    char buf[64];
+    while (::read(pipe_[0], buf, sizeof(buf)) > 0) {
+    }
+    notified_ = false;
+    out.reserve(ready_.size());
+    for (uint64_t id : ready_) {
+        auto it = out_.find(id);
+        if (it == out_.end() || it->second.empty()) continue;
+        const bool done = it->second.back().done;
+        out.emplace_back(id, std::move(it->second));
+        if (done) out_.erase(it);
+        else it->second.clear();
+    }
+    ready_.clear();
+    return out;
+}
+
+std::vector<Event> Engine::wait(uint64_t id, int timeout_ms) {
+    std::unique_lock<std::mutex> lk(out_mu_);
+    auto has = [&] {
+        auto it = out_.find(id);
+        return it == out_.end() || !it->second.empty();
+    };
+    if (timeout_ms < 0) out_cv_.wait(lk, has);
+    else out_cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), has);
+    std::vector<Event> evs;
+    auto it = out_.find(id);
+    if (it == out_.end()) return evs;
+    evs = std::move(it->second);
+    it->second.clear();
+    if (!evs.empty() && evs.back().done) out_.erase(it);
+    ready_.erase(std::remove(ready_.begin(), ready_.end(), id), ready_.end());
+    return evs;
+}
+
+std::vector<SlotInfo> Engine::slots() const {
+    std::lock_guard<std::mutex> lk(pub_mu_);
+    return pub_slots_;
+}
+
+Metrics Engine::metrics() const {
+    std::lock_guard<std::mutex> lk(pub_mu_);
+    Metrics m = metrics_;
+    m.n_deferred = n_waiting_.load();
+    return m;
+}
+
+std::vector<float> Engine::lora_scales() {
+    return run_on_loop<std::vector<float>>([this] { return lora_scales_now_; });
+}
+
+template <typename R>
+R Engine::run_on_loop(std::function<R()> fn) {
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+    auto fut = task->get_future();
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        if (stopping_) throw std::runtime_error("the engine is stopped");
+        commands_.emplace_back([task] { (*task)(); });
+    }
+    in_cv_.notify_one();
+    return fut.get();
+}
+
+size_t Engine::save_slot(int32_t id, const std::string & path) {
+    return run_on_loop<size_t>([this, id, path]() -> size_t {
+        if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
+        Slot & s = *slots_[static_cast<size_t>(id)];
+        if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
+        ctx_->seq_state_save(path, id, s.cache);
+        return s.cache.size();
+    });
+}
+
+size_t Engine::restore_slot(int32_t id, const std::string & path) {
+    return run_on_loop<size_t>([this, id, path]() -> size_t {
+        if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
+        Slot & s = *slots_[static_cast<size_t>(id)];
+        if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
+        ctx_->seq_rm(id, -1, -1);
+        s.cache.clear();
+        s.cache = ctx_->seq_state_load(path, id, static_cast<size_t>(n_ctx_slot_));
+        return s.cache.size();
+    });
+}
+
+void Engine::erase_slot(int32_t id) {
+    run_on_loop<int>([this, id] {
+        if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
+        Slot & s = *slots_[static_cast<size_t>(id)];
+        if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
+        ctx_->seq_rm(id, -1, -1);
+        s.cache.clear();
+        return 0;
+    });
+}
+
+void Engine::set_lora_scales(const std::vector<float> & scales) {
+    if (scales.size() != lora_.size()) {
+        throw std::invalid_argument("lora scales: expected " + std::to_string(lora_.size()) + " values");
+    }
+    run_on_loop<int>([this, scales] {
+        apply_lora(scales);
+        return 0;
+    });
+}
+
+void Engine::apply_lora(const std::vector<float> & scales) {
+    std::vector<std::pair<std::shared_ptr<LoraAdapter>, float>> set;
+    for (size_t i = 0; i < lora_.size(); ++i) {
+        if (scales[i] != 0.0f) set.emplace_back(lora_[i], scales[i]);
+    }
+    ctx_->set_lora(set);
+    if (scales != lora_scales_now_) {
+        // cached KV was computed with other adapter weights: it no longer matches
+        for (auto & sl : slots_) {
+            if (sl->state != Slot::State::Idle) continue;
+            ctx_->seq_rm(sl->id, -1, -1);
+            sl->cache.clear();
+        }
+    }
+    lora_scales_now_ = scales;
+}
+
+// ------------------------------------------------------------------- loop thread
+
+void Engine::loop() {
+    while (true) {
+        bool busy = !queue_.empty();
+        for (const auto & s : slots_) busy = busy || s->state != Slot::State::Idle;
+        std::vector<uint64_t> cancels;
+        std::deque<std::function<void()>> commands;
+        {
+            std::unique_lock<std::mutex> lk(in_mu_);
+            if (!busy) {
+                in_cv_.wait(lk, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !commands_.empty(); });
+            }
+            if (stopping_) break;
+            while (!inbox_.empty()) {
+                queue_.push_back(std::move(inbox_.front()));
+                inbox_.pop_front();
+            }
+            cancels.swap(cancels_);
+            commands.swap(commands_);
+        }
+        for (auto & c : commands) c();
+        for (uint64_t id : cancels) {
+            auto qit = std::find_if(queue_.begin(), queue_.end(), [id](const auto & t) { return t->id == id; });
+            if (qit != queue_.end()) {
+                queue_.erase(qit);
+                n_waiting_--;
+            }
+            for (auto & s : slots_) {
+                if (s->task && s->task->id == id) release(*s);
+            }
+        }
+        admit();
+        step();
+        publish();
+    }
+    // shutdown: whatever is queued or running ends with an error event
+    for (auto & s : slots_) {
+        if (s->task) fail_slot(*s, "unavailable", "the engine is shutting down");
+    }
+    for (auto & t : queue_) {
+        Event ev;
+        ev.type = Event::Type::Error;
+        ev.error_kind = "unavailable";
+        ev.message = "the engine is shutting down";
+        ev.done = true;
+        emit(t->id, std::move(ev), true);
+    }
+    queue_.clear();
+    std::lock_guard<std::mutex> lk(in_mu_);
+    for (auto & c : commands_) c();  // their futures complete (with the "stopped" state they observe)
+    commands_.clear();
+}
+
+void Engine::admit() {
+    while (!queue_.empty()) {
+        auto task = queue_.front();
+        std::vector<Slot *> idle;
+        bool any_busy = false;
+        for (auto & s : slots_) {
+            if (s->state == Slot::State::Idle) idle.push_back(s.get());
+            else any_busy = true;
+        }
+        const auto need = static_cast<size_t>(task->params.n_cmpl);
+        if (idle.size() < need) return;
+        // LoRA: only tasks with the same adapter scales share a batch; switch when idle.
+        if (task->lora != lora_scales_now_) {
+            if (any_busy) return;
+            apply_lora(task->lora);
+        }
+        std::sort(idle.begin(), idle.end(), [](Slot * a, Slot * b) { return a->t_last_used < b->t_last_used; });
+        Slot * primary = nullptr;
+        const auto & prompt = task->params.prompt;
+        const bool completion = task->params.kind == TaskKind::Completion;
+        if (task->params.id_slot >= 0) {
+            Slot * want = slots_[static_cast<size_t>(task->params.id_slot)].get();
+            if (want->state != Slot::State::Idle) return;
+            primary = want;
+        } else if (completion && task->params.cache_prompt) {
+            float best = params_.slot_prompt_similarity;
+            for (Slot * s : idle) {
+                const float sim = static_cast<float>(common_prefix(s->cache, prompt)) / static_cast<float>(prompt.size());
+                if (sim > best) {
+                    best = sim;
+                    primary = s;
+                }
+            }
+        }
+        if (!primary) primary = idle.front();  // least recently used
+        queue_.pop_front();
+        n_waiting_--;
+
+        const int64_t t = now_us();
+        uint32_t index = 0;
+        auto assign = [&](Slot & s) {
+            s.task = task;
+            s.index = index;
+            s.chain.reset();
+            if (completion) s.chain.emplace(std::move(task->chains[index]));
+            s.text.emplace(task->params.stop);
+            s.n_decoded = 0;
+            s.t_start = t;
+            s.t_prompt_done = 0;
+            ++index;
+        };
+        size_t lcp = (completion && task->params.cache_prompt) ? common_prefix(primary->cache, prompt) : 0;
+        lcp = std::min(lcp, prompt.size() - 1);  // re-evaluate at least one token for its logits
+        ctx_->seq_rm(primary->id, static_cast<llama_pos>(lcp), -1);
+        primary->cache.resize(lcp);
+        primary->n_past = lcp;
+        primary->n_cached = static_cast<int32_t>(lcp);
+        primary->state = Slot::State::Prompt;
+        primary->parent = nullptr;
+        assign(*primary);
+        n_busy_ += task->params.n_cmpl;
+        for (Slot * s : idle) {
+            if (index >= need) break;
+            if (s == primary) continue;
+            ctx_->seq_rm(s->id, -1, -1);
+            s->cache.clear();
+            s->n_past = 0;
+            s->n_cached = 0;
+            s->state = Slot::State::Waiting;
+            s->parent = primary;
+            assign(*s);
+        }
+    }
+}
+
+bool Engine::step() {
+    batch_->clear();
+    const auto n_batch = static_cast<int32_t>(ctx_->n_batch());
+    int32_t busy = 0;
+    for (auto & s : slots_) {
+        s->i_batch = -1;
+        s->chunk = 0;
+        s->fed = false;
+    }
+    // 1. one sampled token per generating slot: decoding never waits behind prompts
+    for (auto & s : slots_) {
+        if (s->state != Slot::State::Generating) continue;
+        batch_->add(s->sampled, static_cast<llama_pos>(s->n_past), {s->id}, true);
+        s->i_batch = batch_->size() - 1;
+        s->fed = true;
+        ++busy;
+    }
+    // 2. prompt chunks in arrival order, as much as the batch holds
+    std::vector<Slot *> prompting;
+    for (auto & s : slots_) {
+        if (s->state == Slot::State::Prompt) prompting.push_back(s.get());
+    }
+    std::sort(prompting.begin(), prompting.end(), [](Slot * a, Slot * b) { return a->t_start < b->t_start; });
+    for (Slot * s : prompting) {
+        const auto & prompt = s->prompt();
+        const auto remaining = static_cast<int32_t>(prompt.size() - s->n_past);
+        const int32_t room = n_batch - batch_->size();
+        const bool completion = s->task->params.kind == TaskKind::Completion;
+        if (!completion && remaining > room) continue;  // an embedding input goes in whole
+        const int32_t chunk = std::min(remaining, room);
+        if (chunk <= 0) continue;
+        s->first_row = batch_->size();
+        for (int32_t k = 0; k < chunk; ++k) {
+            const size_t pos = s->n_past + static_cast<size_t>(k);
+            const bool last = pos + 1 == prompt.size();
+            batch_->add(prompt[pos], static_cast<llama_pos>(pos), {s->id}, completion ? last : true);
+        }
+        s->chunk = chunk;
+        if (s->n_past + static_cast<size_t>(chunk) == prompt.size()) s->i_batch = batch_->size() - 1;
+        ++busy;
+    }
+    if (batch_->size() == 0) return false;
+
+    try {
+        ctx_->decode(*batch_);
+    } catch (const std::exception & e) {
+        for (auto & s : slots_) {
+            if (s->task && (s->fed || s->chunk > 0)) fail_slot(*s, "decode", e.what());
+        }
+        return true;
+    }
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_decode_total++;
+        metrics_.n_busy_slots_total += static_cast<uint64_t>(busy);
+    }
+    // 3. bookkeeping and sampling, in batch order
+    for (auto & s : slots_) {
+        if (!s->task) continue;
+        if (s->chunk > 0) {
+            const auto & prompt = s->prompt();
+            s->cache.insert(s->cache.end(), prompt.begin() + static_cast<std::ptrdiff_t>(s->n_past),
+                            prompt.begin() + static_cast<std::ptrdiff_t>(s->n_past + static_cast<size_t>(s->chunk)));
+            s->n_past += static_cast<size_t>(s->chunk);
+            {
+                std::lock_guard<std::mutex> lk(pub_mu_);
+                metrics_.n_prompt_tokens_total += static_cast<uint64_t>(s->chunk);
+            }
+            if (s->n_past < prompt.size()) continue;
+            s->t_prompt_done = now_us();
+            {
+                std::lock_guard<std::mutex> lk(pub_mu_);
+                metrics_.t_prompt_ms_total += static_cast<double>(s->t_prompt_done - s->t_start) / 1e3;
+            }
+            if (s->task->params.kind != TaskKind::Completion) {
+                finish_embedding(*s);
+                continue;
+            }
+            s->state = Slot::State::Generating;
+            // n > 1: the others copy the prompt's KV and sample from the same logits
+            for (auto & c : slots_) {
+                if (c->state != Slot::State::Waiting || c->parent != s.get()) continue;
+                ctx_->seq_cp(s->id, c->id, -1, -1);
+                c->cache = s->cache;
+                c->n_past = s->n_past;
+                c->n_cached = s->n_cached;
+                c->t_prompt_done = s->t_prompt_done;
+                c->parent = nullptr;
+                c->state = Slot::State::Generating;
+                sample_slot(*c, s->i_batch);
+            }
+            sample_slot(*s, s->i_batch);
+        } else if (s->fed) {
+            s->cache.push_back(s->sampled);
+            s->n_past++;
+            sample_slot(*s, s->i_batch);
+        }
+    }
+    return true;
+}
+
+void Engine::sample_slot(Slot & s, int32_t row) {
+    const TaskParams & tp = s.task->params;
+    if (tp.n_predict == 0) {
+        finish(s, StopReason::Limit);
+        return;
+    }
+    const float * logits = ctx_->logits_ith(row);
+    const auto n_vocab = static_cast<int32_t>(cur_.size());
+    for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
+    llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};
+    llama_sampler_apply(s.chain->get(), &arr);
+    if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size) {
+        fail_slot(s, "sampling", "the sampler chain selected no token");
+        return;
+    }
+    const llama_token tok = arr.data[arr.selected].id;
+    llama_sampler_accept(s.chain->get(), tok);
+    s.n_decoded++;
+
+    Event ev;
+    ev.type = Event::Type::Token;
+    ev.index = s.index;
+    ev.token = tok;
+    if (tp.n_probs > 0) {
+        const auto n = static_cast<size_t>(tp.n_probs);
+        if (tp.post_sampling_probs) {
+            // probabilities of the candidates the chain left (p is set by its final stage)
+            std::vector<llama_token_data> c(arr.data, arr.data + arr.size);
+            const size_t k = std::min(n, c.size());
+            std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(),
+                              [](const auto & a, const auto & b) { return a.p > b.p; });
+            for (size_t i = 0; i < k; ++i) ev.top.push_back({c[i].id, std::log(std::max(c[i].p, 1e-30f))});
+            ev.logprob = std::log(std::max(arr.data[arr.selected].p, 1e-30f));
+        } else {
+            float mx = logits[0];
+            for (int32_t i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+            double sum = 0.0;
+            for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
+            const float lse = mx + static_cast<float>(std::log(sum));
+            std::vector<llama_token> idx(static_cast<size_t>(n_vocab));
+            std::iota(idx.begin(), idx.end(), 0);
+            const size_t k = std::min(n, idx.size());
+            std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                              [logits](llama_token a, llama_token b) { return logits[a] > logits[b]; });
+            for (size_t i = 0; i < k; ++i) ev.top.push_back({idx[i], logits[idx[i]] - lse});
+            ev.logprob = logits[tok] - lse;
+        }
+    }
+    if (llama_vocab_is_eog(model_->vocab(), tok) && !tp.sampling.ignore_eos) {
+        if (tp.n_probs > 0) emit(s.task->id, std::move(ev), false);  // its probabilities, no text
+        finish(s, StopReason::Eos);
+        return;
+    }
+    ev.text = s.text->push(model_->token_to_piece(tok, false));
+    emit(s.task->id, std::move(ev), false);
+
+    const double elapsed_ms = static_cast<double>(now_us() - s.t_prompt_done) / 1e3;
+    if (s.text->stopped()) {
+        finish(s, StopReason::Word);
+    } else if (tp.n_predict > 0 && s.n_decoded >= tp.n_predict) {
+        finish(s, StopReason::Limit);
+    } else if (tp.t_max_predict_ms > 0 && elapsed_ms > static_cast<double>(tp.t_max_predict_ms)) {
+        finish(s, StopReason::Timeout);
+    } else if (static_cast<int32_t>(s.n_past) >= n_ctx_slot_) {
+        if (params_.context_shift) {
+            context_shift(s);
+            if (s.task) s.sampled = tok;
+        } else {
+            finish(s, StopReason::Context);
+        }
+    } else {
+        s.sampled = tok;
+    }
+}
+
+void Engine::context_shift(Slot & s) {
+    const auto n_past = static_cast<int32_t>(s.n_past);
+    const int32_t n_keep = std::min(params_.n_keep, n_past);
+    const int32_t n_discard = (n_past - n_keep) / 2;
+    if (n_discard <= 0 || !ctx_->can_shift()) {
+        finish(s, StopReason::Context);
+        return;
+    }
+    ctx_->seq_rm(s.id, n_keep, n_keep + n_discard);
+    ctx_->seq_add(s.id, n_keep + n_discard, -1, -n_discard);
+    s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
+    s.n_past -= static_cast<size_t>(n_discard);
+}
+
+void Engine::finish_embedding(Slot & s) {
+    Event ev;
+    ev.type = Event::Type::Final;
+    ev.done = true;
+    ev.n_prompt = static_cast<int32_t>(s.prompt().size());
+    ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
+    const int32_t norm = s.task->params.embd_normalize;
+    if (ctx_->pooling() == LLAMA_POOLING_TYPE_NONE) {
+        const int32_t n_embd = llama_model_n_embd_out(model_->get());
+        for (int32_t r = 0; r < s.chunk; ++r) {
+            const float * row = ctx_->embeddings_ith(s.first_row + r);
+            const size_t at = ev.embedding.size();
+            ev.embedding.insert(ev.embedding.end(), row, row + n_embd);
+            normalize(ev.embedding.data() + at, n_embd, norm);
+        }
+        ev.n_embd_rows = s.chunk;
+    } else {
+        const int32_t n = ctx_->n_embd_out();
+        const float * v = ctx_->embeddings_seq(s.id);
+        ev.embedding.assign(v, v + n);
+        if (ctx_->pooling() != LLAMA_POOLING_TYPE_RANK) normalize(ev.embedding.data(), n, norm);
+        ev.n_embd_rows = 1;
+    }
+    const uint64_t id = s.task->id;
+    // embedding KV is not worth caching: clear it so the slot starts clean
+    ctx_->seq_rm(s.id, -1, -1);
+    s.cache.clear();
+    release(s);
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_tasks_done++;
+    }
+    emit(id, std::move(ev), true);
+}
+
+void Engine::finish(Slot & s, StopReason reason) {
+    const uint64_t id = s.task->id;
+    std::string tail = s.text->flush();
+    if (!tail.empty()) {
+        Event t;
+        t.type = Event::Type::Token;
+        t.index = s.index;
+        t.text = std::move(tail);
+        emit(id, std::move(t), false);
+    }
+    const int64_t t_end = now_us();
+    Event ev;
+    ev.type = Event::Type::Final;
+    ev.index = s.index;
+    ev.stop = reason;
+    ev.stopping_word = s.text->stopping_word();
+    ev.n_prompt = static_cast<int32_t>(s.prompt().size());
+    ev.n_cached = s.n_cached;
+    ev.n_predicted = s.n_decoded;
+    ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
+    ev.t_predicted_ms = static_cast<double>(t_end - s.t_prompt_done) / 1e3;
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_predicted_total += static_cast<uint64_t>(s.n_decoded);
+        metrics_.t_predicted_ms_total += ev.t_predicted_ms;
+        metrics_.n_tasks_done++;
+        metrics_.n_tokens_max = std::max(metrics_.n_tokens_max, static_cast<int32_t>(s.n_past));
+    }
+    const bool last = --s.task->finals_left == 0;
+    ev.done = last;
+    release(s);
+    emit(id, std::move(ev), last);
+}
+
+void Engine::fail_slot(Slot & s, const std::string & kind, const std::string & msg) {
+    auto task = s.task;
+    if (!task) return;
+    // every slot of this task stops; its KV may be partial, so drop it
+    for (auto & o : slots_) {
+        if (o->task != task) continue;
+        ctx_->seq_rm(o->id, -1, -1);
+        o->cache.clear();
+        release(*o);
+    }
+    if (task->failed) return;
+    task->failed = true;
+    Event ev;
+    ev.type = Event::Type::Error;
+    ev.error_kind = kind;
+    ev.message = msg;
+    ev.done = true;
+    emit(task->id, std::move(ev), true);
+}
+
+void Engine::release(Slot & s) {
+    if (s.task) n_busy_--;
+    s.state = Slot::State::Idle;
+    s.task.reset();
+    s.chain.reset();
+    s.text.reset();
+    s.parent = nullptr;
+    s.i_batch = -1;
+    s.chunk = 0;
+    s.fed = false;
+    s.t_last_used = now_us();
+}
+
+void Engine::emit(uint64_t id, Event && ev, bool last) {
+    {
+        std::lock_guard<std::mutex> lk(out_mu_);
+        auto it = out_.find(id);
+        if (it == out_.end()) return;  // cancelled: nobody is listening
+        ev.done = last;
+        if (it->second.empty()) ready_.push_back(id);
+        it->second.push_back(std::move(ev));
+        if (!notified_) {
+            notified_ = true;
+            const char one = 1;
+            [[maybe_unused]] ssize_t w = ::write(pipe_[1], &one, 1);
+        }
+    }
+    out_cv_.notify_all();
+}
+
+void Engine::publish() {
+    static const char * names[] = {"idle", "waiting", "prompt", "generating"};
+    std::vector<SlotInfo> info;
+    info.reserve(slots_.size());
+    size_t used = 0;
+    int32_t processing = 0;
+    for (const auto & s : slots_) {
+        info.push_back(SlotInfo{s->id, names[static_cast<int>(s->state)], s->task ? s->task->id : 0, n_ctx_slot_,
+                                static_cast<int32_t>(s->n_past), s->task ? static_cast<int32_t>(s->prompt().size()) : 0,
+                                s->n_decoded, static_cast<int32_t>(s->cache.size())});
+        used += s->cache.size();
+        processing += s->state != Slot::State::Idle ? 1 : 0;
+    }
+    std::lock_guard<std::mutex> lk(pub_mu_);
+    pub_slots_ = std::move(info);
+    metrics_.n_processing = processing;
+    metrics_.kv_usage = static_cast<double>(used) / static_cast<double>(std::max<uint32_t>(1, ctx_->n_ctx()));
+}
+
+}  // namespace pyllama::engine

@@ -1,0 +1,178 @@
+// Engine: continuous batching over n_parallel slots on one loop thread.
+//
+// Threads: the loop thread alone touches the llama_context, the slots and the samplers.
+// Other threads talk to it only through three mutex-guarded places: the inbox (new
+// tasks, cancellations, commands), the outbox (events per task) and the published
+// snapshot (slots, metrics). No Python object is ever touched here.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/context.hpp"
+#include "core/model.hpp"
+#include "core/sampler.hpp"
+#include "engine/task.hpp"
+#include "engine/text_stream.hpp"
+
+namespace pyllama::engine {
+
+// submit() refused: the queue of tasks waiting for a slot is full.
+class OverloadedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// submit() refused: the prompt does not fit a slot's context.
+class ContextSizeError : public std::length_error {
+public:
+    ContextSizeError(const std::string & msg, int32_t n_prompt, int32_t n_ctx)
+        : std::length_error(msg), n_prompt_tokens(n_prompt), n_ctx_slot(n_ctx) {}
+    int32_t n_prompt_tokens;
+    int32_t n_ctx_slot;
+};
+
+struct EngineParams {
+    ContextParams ctx;                 // n_seq_max is set from n_parallel
+    int32_t n_parallel = 1;
+    int32_t max_queue = 256;           // tasks waiting for a slot; beyond: OverloadedError
+    float slot_prompt_similarity = 0.1f;
+    bool context_shift = false;
+    int32_t n_keep = 0;                // context shift: prompt tokens always kept
+    std::vector<std::pair<std::string, float>> lora;  // adapters loaded at start, default scales
+};
+
+struct SlotInfo {
+    int32_t id;
+    std::string state;  // "idle", "waiting", "prompt", "generating"
+    uint64_t task_id;
+    int32_t n_ctx;
+    int32_t n_past;
+    int32_t n_prompt;
+    int32_t n_decoded;
+    int32_t n_cache;
+};
+
+struct Metrics {
+    uint64_t n_prompt_tokens_total = 0;
+    double t_prompt_ms_total = 0;
+    uint64_t n_predicted_total = 0;
+    double t_predicted_ms_total = 0;
+    uint64_t n_decode_total = 0;
+    uint64_t n_busy_slots_total = 0;  // sum over decodes of busy slots
+    uint64_t n_tasks_done = 0;
+    int32_t n_processing = 0;
+    int32_t n_deferred = 0;
+    int32_t n_tokens_max = 0;  // largest n_past seen
+    double kv_usage = 0;       // used cells / context size, from the slots' positions
+};
+
+class Engine {
+public:
+    Engine(std::shared_ptr<Model> model, const EngineParams & params);
+    ~Engine();
+    Engine(const Engine &) = delete;
+    Engine & operator=(const Engine &) = delete;
+
+    uint64_t submit(TaskParams params);  // throws OverloadedError, ContextSizeError, invalid_argument
+    void cancel(uint64_t task_id);
+
+    // Async side: every task with new events, drained at once. Also empties the
+    // notification pipe, whose read end (notify_fd) becomes readable when events arrive.
+    std::vector<std::pair<uint64_t, std::vector<Event>>> take_ready();
+    int notify_fd() const { return pipe_[0]; }
+    // Sync side: block until task_id has events (or timeout); returns them.
+    std::vector<Event> wait(uint64_t task_id, int timeout_ms);
+
+    std::vector<SlotInfo> slots() const;
+    Metrics metrics() const;
+    int32_t n_ctx_slot() const { return n_ctx_slot_; }
+    int32_t n_parallel() const { return params_.n_parallel; }
+    const std::shared_ptr<Model> & model() const { return model_; }
+    const std::vector<std::string> & lora_paths() const { return lora_paths_; }
+    std::vector<float> lora_scales();
+
+    // Run on the loop thread between steps; the slot must be idle. Return bytes/tokens.
+    size_t save_slot(int32_t id, const std::string & path);
+    size_t restore_slot(int32_t id, const std::string & path);
+    void erase_slot(int32_t id);
+    void set_lora_scales(const std::vector<float> & scales);
+
+    void stop();  // finish the loop thread; pending and running tasks end with an error
+
+private:
+    struct TaskState;
+    struct Slot;
+
+    void loop();
+    void apply_inbox();
+    void admit();
+    bool step();
+    void sample_slot(Slot & slot, int32_t row);
+    void finish(Slot & slot, StopReason reason);
+    void fail_slot(Slot & slot, const std::string & kind, const std::string & msg);
+    void release(Slot & slot);
+    void emit(uint64_t task_id, Event && ev, bool last);
+    void publish();
+    void context_shift(Slot & slot);
+    void apply_lora(const std::vector<float> & scales);
+    void finish_embedding(Slot & slot);
+    template <typename R>
+    R run_on_loop(std::function<R()> fn);
+
+    std::shared_ptr<Model> model_;
+    EngineParams params_;
+    std::unique_ptr<Context> ctx_;
+    int32_t n_ctx_slot_ = 0;
+    bool embeddings_ = false;
+    std::vector<std::shared_ptr<LoraAdapter>> lora_;
+    std::vector<std::string> lora_paths_;
+    std::vector<float> lora_scales_now_;
+
+    // loop-thread state
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::deque<std::shared_ptr<TaskState>> queue_;  // admitted to the engine, waiting for slots
+    std::unique_ptr<Batch> batch_;
+    std::vector<llama_token_data> cur_;
+
+    // inbox
+    mutable std::mutex in_mu_;
+    std::condition_variable in_cv_;
+    std::deque<std::shared_ptr<TaskState>> inbox_;
+    std::vector<uint64_t> cancels_;
+    std::deque<std::function<void()>> commands_;
+    bool stopping_ = false;
+    std::atomic<uint64_t> next_id_{1};
+    std::atomic<int32_t> n_waiting_{0};  // tasks in inbox_ + queue_
+    std::atomic<int32_t> n_busy_{0};     // slots holding a task
+
+    // outbox
+    mutable std::mutex out_mu_;
+    std::condition_variable out_cv_;
+    std::unordered_map<uint64_t, std::vector<Event>> out_;
+    std::vector<uint64_t> ready_;
+    bool notified_ = false;
+    int pipe_[2] = {-1, -1};
+
+    // published snapshot
+    mutable std::mutex pub_mu_;
+    std::vector<SlotInfo> pub_slots_;
+    Metrics metrics_;
+
+    std::thread thread_;
+};
+
+}  // namespace pyllama::engine

@@ -1,0 +1,69 @@
+// Engine tasks and the closed set of events they produce. Plain C++17.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sampling.hpp"
+#include "llama.h"
+
+namespace pyllama::engine {
+
+enum class TaskKind : uint8_t { Completion, Embedding, Rerank };
+
+// Why a completion ended. "length" in OpenAI terms is Limit or Context.
+enum class StopReason : uint8_t { None, Eos, Limit, Word, Context, Timeout, Cancelled };
+
+const char * stop_reason_name(StopReason r);
+
+struct TaskParams {
+    TaskKind kind = TaskKind::Completion;
+    std::vector<llama_token> prompt;  // tokenized by the caller
+    SamplingParams sampling;
+    int32_t n_predict = -1;           // -1: until EOS or the context is full
+    std::vector<std::string> stop;    // stop strings (never part of the output)
+    int64_t t_max_predict_ms = 0;     // 0: no time limit
+    int32_t n_probs = 0;              // top-N log-probabilities per token
+    bool post_sampling_probs = false; // probabilities after the sampler chain
+    bool cache_prompt = true;         // reuse the slot's KV for a shared prefix
+    int32_t n_cmpl = 1;               // completions sharing the prompt (OpenAI n)
+    int32_t id_slot = -1;             // -1: the best idle slot
+    int32_t embd_normalize = 2;       // embeddings: -1 none, 0 max-abs, 2 euclidean, p>2 p-norm
+    std::vector<float> lora_scales;   // one per loaded adapter; empty: the engine's defaults
+};
+
+struct TokenProb {
+    llama_token id;
+    float logprob;
+};
+
+struct Event {
+    enum class Type : uint8_t { Token, Final, Error };
+    Type type = Type::Token;
+    uint32_t index = 0;  // which completion of an n > 1 task
+    bool done = false;   // the task's last event: nothing follows it
+
+    // Token
+    llama_token token = -1;
+    std::string text;  // text that became safe with this token (may be empty)
+    float logprob = 0.0f;
+    std::vector<TokenProb> top;
+
+    // Final
+    StopReason stop = StopReason::None;
+    std::string stopping_word;
+    int32_t n_prompt = 0;
+    int32_t n_cached = 0;  // prompt tokens taken from the slot's cache
+    int32_t n_predicted = 0;
+    double t_prompt_ms = 0.0;
+    double t_predicted_ms = 0.0;
+    std::vector<float> embedding;  // embedding / rerank tasks (rerank: the scores)
+    int32_t n_embd_rows = 0;       // > 1 for per-token embeddings (pooling none)
+
+    // Error
+    std::string error_kind;  // "exceed_context_size", "decode", "cancelled", "invalid"
+    std::string message;
+};
+
+}  // namespace pyllama::engine

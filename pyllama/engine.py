@@ -1,0 +1,197 @@
+"""The engine from Python: ``AsyncEngine`` for asyncio services, ``Engine.generate`` for scripts.
+
+The C++ engine runs its own thread and never touches a Python object. When it has
+events it writes one byte to a pipe; ``AsyncEngine`` watches that pipe with
+``loop.add_reader`` and, on wake-up, drains every task's events at once into per-task
+``asyncio.Queue`` s. So there is no Python thread per stream, and the event loop only
+holds the GIL to move already-built events around.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from pyllama import _core
+
+__all__ = ["AsyncEngine", "EngineError", "TaskStream", "make_task", "open_engine"]
+
+Event = _core.Event
+
+
+class EngineError(RuntimeError):
+    """A task ended with an error event (decode failure, shutdown...)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def open_engine(model: str | _core.Model, *, n_threads: int | None = None, **kwargs: Any) -> _core.Engine:
+    """A ``_core.Engine`` for a model path or a loaded Model (keywords as ``_core.Engine``)."""
+    if isinstance(model, str):
+        model = _core.Model(model)
+    n = n_threads or _threads()
+    kwargs.setdefault("n_threads_batch", n)
+    return _core.Engine(model, n_threads=n, **kwargs)
+
+
+def make_task(prompt: Sequence[int], *, n_predict: int = -1, stop: Sequence[str] = (),
+              sampling: _core.SamplingParams | None = None, **fields: Any) -> _core.TaskParams:
+    """A completion TaskParams; other TaskParams fields by keyword (n_probs, n_cmpl...)."""
+    t = _core.TaskParams()
+    t.prompt = list(prompt)
+    t.n_predict = n_predict
+    t.stop = list(stop)
+    if sampling is not None:
+        t.sampling = sampling
+    for name, value in fields.items():
+        if not hasattr(t, name):
+            raise TypeError(f"unknown task field '{name}'")
+        setattr(t, name, value)
+    return t
+
+
+class TaskStream:
+    """Async iterator over one task's events. Closing it early cancels the task."""
+
+    def __init__(self, owner: AsyncEngine, task_id: int) -> None:
+        self._owner = owner
+        self.task_id = task_id
+        self._queue: asyncio.Queue[list[Event]] = asyncio.Queue()
+        self._buffer: list[Event] = []
+        self._done = False
+
+    def __aiter__(self) -> TaskStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if not self._buffer:
+            if self._done:
+                raise StopAsyncIteration
+            self._buffer = list(reversed(await self._queue.get()))
+        ev = self._buffer.pop()
+        if ev.done:
+            self._done = True
+            self._owner._forget(self.task_id)
+        return ev
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Cancel the task if it is still running; its slot is freed at once."""
+        if not self._done:
+            self._done = True
+            self._buffer.clear()
+            self._owner._forget(self.task_id)
+            self._owner.engine.cancel(self.task_id)
+
+    async def __aenter__(self) -> TaskStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # an abandoned stream must not keep its slot
+        if not self._done:
+            try:
+                self._owner.engine.cancel(self.task_id)
+            except Exception:  # interpreter shutdown: nothing left to free
+                pass
+
+
+class AsyncEngine:
+    """asyncio front of a ``_core.Engine``: ``submit(task)`` returns a ``TaskStream``."""
+
+    def __init__(self, engine: _core.Engine) -> None:
+        self.engine = engine
+        self._streams: dict[int, TaskStream] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def open(cls, model: str | _core.Model, **kwargs: Any) -> AsyncEngine:
+        return cls(open_engine(model, **kwargs))
+
+    def _attach(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        if self._loop is not None:
+            self._loop.remove_reader(self.engine.notify_fd)
+        loop.add_reader(self.engine.notify_fd, self._drain)
+        self._loop = loop
+
+    def _drain(self) -> None:
+        # Runs in the event loop when the engine's pipe is readable.
+        for task_id, events in self.engine.take_ready():
+            stream = self._streams.get(task_id)
+            if stream is not None:
+                stream._queue.put_nowait(events)
+
+    def _forget(self, task_id: int) -> None:
+        self._streams.pop(task_id, None)
+
+    def submit(self, task: _core.TaskParams) -> TaskStream:
+        """Queue a task. Raises at once: OverloadedError, ContextSizeError, ValueError."""
+        self._attach()
+        task_id = self.engine.submit(task)
+        stream = TaskStream(self, task_id)
+        self._streams[task_id] = stream
+        return stream
+
+    async def complete(self, task: _core.TaskParams) -> tuple[list[Event], Event]:
+        """Run a task to the end: (token events, the last final event). Errors raise."""
+        tokens: list[Event] = []
+        final: Event | None = None
+        async with self.submit(task) as stream:
+            async for ev in stream:
+                if ev.type == "error":
+                    raise EngineError(ev.error_kind, ev.message)
+                if ev.type == "token":
+                    tokens.append(ev)
+                else:
+                    final = ev
+        assert final is not None
+        return tokens, final
+
+    async def stream_text(self, task: _core.TaskParams) -> AsyncIterator[str]:
+        """Convenience: the generated text, piece by piece."""
+        async with self.submit(task) as stream:
+            async for ev in stream:
+                if ev.type == "error":
+                    raise EngineError(ev.error_kind, ev.message)
+                if ev.type == "token" and ev.text:
+                    yield ev.text.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self.engine.notify_fd)
+        self._loop = None
+        self.engine.stop()
+
+
+def generate(engine: _core.Engine, task: _core.TaskParams, timeout_s: float = 600.0) -> Iterator[Event]:
+    """Synchronous: yield a task's events as they come (blocks without the GIL)."""
+    task_id = engine.submit(task)
+    try:
+        while True:
+            events = engine.wait(task_id, int(timeout_s * 1000))
+            if not events:
+                raise TimeoutError(f"no event from task {task_id} in {timeout_s}s")
+            for ev in events:
+                yield ev
+                if ev.done:
+                    return
+    finally:
+        engine.cancel(task_id)  # a no-op when the task has finished
