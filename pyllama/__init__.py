@@ -1,5 +1,14 @@
 """pyllama: llama.cpp compiled, bound and served from Python."""
 
+try:
+    from pyllama import _core  # noqa: F401
+except ImportError as e:  # pragma: no cover - depends on how Python was started
+    raise ImportError(
+        f"pyllama's compiled module is missing next to {__file__}. This is the source tree, "
+        "not the installed package: run from another directory, use the `pyllama` command, "
+        "or install in development mode with `pip install -e .`"
+    ) from e
+
 from pyllama._core import (
     Batch,
     Context,

@@ -1,4 +1,4 @@
-"""``python -m pyllama [PROMPT]``: stream a completion from a model (the demo model by default)."""
+"""``pyllama [PROMPT]``: stream a completion from a model (the demo model by default)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pyllama.models import demo_model
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pyllama", description=__doc__)
+    ap = argparse.ArgumentParser(prog="pyllama", description=__doc__)
     ap.add_argument("prompt", nargs="?", default="The three laws of robotics are")
     ap.add_argument(
         "-m", "--model", help="GGUF file (default: the demo model, fetched on first use)"
