@@ -35,7 +35,9 @@ def free_port() -> int:
 
 
 def post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=120) as r:
         return json.loads(r.read())
 
@@ -47,15 +49,34 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=2048)
     cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
-    ap.add_argument("--server", default=os.environ.get("LLAMA_SERVER_BIN_PATH", str(cache / "peer/bin/llama-server")))
+    ap.add_argument(
+        "--server",
+        default=os.environ.get("LLAMA_SERVER_BIN_PATH", str(cache / "peer/bin/llama-server")),
+    )
     args = ap.parse_args()
     from pyllama import Llama, demo_model
 
     model = args.model or demo_model()
     port = free_port()
-    proc = subprocess.Popen([args.server, "-m", model, "-t", str(args.threads), "-c", str(args.ctx), "-np", "1",
-                             "--port", str(port), "--host", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            args.server,
+            "-m",
+            model,
+            "-t",
+            str(args.threads),
+            "-c",
+            str(args.ctx),
+            "-np",
+            "1",
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(600):
             try:
@@ -67,12 +88,18 @@ def main() -> int:
         llm = Llama(model, n_ctx=args.ctx, n_threads=args.threads)
         same = 0
         for p in PROMPTS:
-            theirs = post(f"http://127.0.0.1:{port}/completion",
-                          {"prompt": p, "n_predict": args.tokens, "temperature": 0, "cache_prompt": False})["content"]
-            ours = llm.create_completion(p, max_tokens=args.tokens, temperature=0)["choices"][0]["text"]
+            theirs = post(
+                f"http://127.0.0.1:{port}/completion",
+                {"prompt": p, "n_predict": args.tokens, "temperature": 0, "cache_prompt": False},
+            )["content"]
+            ours = llm.create_completion(p, max_tokens=args.tokens, temperature=0)["choices"][0][
+                "text"
+            ]
             ok = ours == theirs
             same += ok
-            print(json.dumps({"prompt": p, "identical": ok, "pyllama": ours, "llama_server": theirs}))
+            print(
+                json.dumps({"prompt": p, "identical": ok, "pyllama": ours, "llama_server": theirs})
+            )
         print(f"{same}/{len(PROMPTS)} prompts identical")
         return 0 if same == len(PROMPTS) else 1
     finally:

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'DEFAULT_SEED', 'LlamaError', 'LoraAdapter', 'Model', 'Sampler', 'SamplingParams', 'build_sampler_chain', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'build_sampler_chain', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class Model:
@@ -549,6 +549,233 @@ class SamplingParams:
         ...
     @xtc_threshold.setter
     def xtc_threshold(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+class OverloadedError(RuntimeError):
+    pass
+class ContextSizeError(ValueError):
+    pass
+class TaskKind:
+    """
+    Members:
+    
+      COMPLETION
+    
+      EMBEDDING
+    
+      RERANK
+    """
+    COMPLETION: typing.ClassVar[TaskKind]
+    EMBEDDING: typing.ClassVar[TaskKind]
+    RERANK: typing.ClassVar[TaskKind]
+    __members__: typing.ClassVar[dict[str, TaskKind]]
+    @typing.overload
+    def __eq__(self, other: TaskKind) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: TaskKind) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class TaskParams:
+    """
+    One request for the engine: tokens in, events out.
+    """
+    cache_prompt: bool
+    kind: TaskKind
+    post_sampling_probs: bool
+    sampling: SamplingParams
+    def __init__(self) -> None:
+        ...
+    @property
+    def embd_normalize(self) -> int:
+        ...
+    @embd_normalize.setter
+    def embd_normalize(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def id_slot(self) -> int:
+        ...
+    @id_slot.setter
+    def id_slot(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def lora_scales(self) -> list[float]:
+        ...
+    @lora_scales.setter
+    def lora_scales(self, arg0: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def n_cmpl(self) -> int:
+        ...
+    @n_cmpl.setter
+    def n_cmpl(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_predict(self) -> int:
+        ...
+    @n_predict.setter
+    def n_predict(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_probs(self) -> int:
+        ...
+    @n_probs.setter
+    def n_probs(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def prompt(self) -> list[int]:
+        ...
+    @prompt.setter
+    def prompt(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def stop(self) -> list[str]:
+        ...
+    @stop.setter
+    def stop(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def t_max_predict_ms(self) -> int:
+        ...
+    @t_max_predict_ms.setter
+    def t_max_predict_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+class Event:
+    """
+    token, final or error: the closed set a task produces.
+    """
+    def __repr__(self) -> str:
+        ...
+    @property
+    def done(self) -> bool:
+        ...
+    @property
+    def embedding(self) -> list[float]:
+        ...
+    @property
+    def error_kind(self) -> str:
+        ...
+    @property
+    def index(self) -> int:
+        ...
+    @property
+    def logprob(self) -> float:
+        ...
+    @property
+    def message(self) -> str:
+        ...
+    @property
+    def n_cached(self) -> int:
+        ...
+    @property
+    def n_embd_rows(self) -> int:
+        ...
+    @property
+    def n_predicted(self) -> int:
+        ...
+    @property
+    def n_prompt(self) -> int:
+        ...
+    @property
+    def stop(self) -> str:
+        ...
+    @property
+    def stopping_word(self) -> str:
+        ...
+    @property
+    def t_predicted_ms(self) -> float:
+        ...
+    @property
+    def t_prompt_ms(self) -> float:
+        ...
+    @property
+    def text(self) -> bytes:
+        """
+        UTF-8 bytes; whole characters except where the model produced invalid UTF-8
+        """
+    @property
+    def token(self) -> int:
+        ...
+    @property
+    def top(self) -> list:
+        ...
+    @property
+    def type(self) -> str:
+        ...
+class Engine:
+    """
+    Continuous batching over n_parallel slots on a C++ thread.
+    """
+    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+        ...
+    def cancel(self, task_id: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def erase_slot(self, slot_id: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def lora_scales(self) -> list[float]:
+        ...
+    def metrics(self) -> dict:
+        ...
+    def restore_slot(self, slot_id: typing.SupportsInt | typing.SupportsIndex, path: str) -> int:
+        ...
+    def save_slot(self, slot_id: typing.SupportsInt | typing.SupportsIndex, path: str) -> int:
+        ...
+    def set_lora_scales(self, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+    def slots(self) -> list:
+        ...
+    def stop(self) -> None:
+        ...
+    def submit(self, params: TaskParams) -> int:
+        ...
+    def take_ready(self) -> list[tuple[int, list[Event]]]:
+        """
+        Drain events of every task that has some: [(task_id, [Event])].
+        """
+    def wait(self, task_id: typing.SupportsInt | typing.SupportsIndex, timeout_ms: typing.SupportsInt | typing.SupportsIndex = -1) -> list[Event]:
+        """
+        Block until task_id has events; returns them.
+        """
+    @property
+    def lora_paths(self) -> list[str]:
+        ...
+    @property
+    def model(self) -> Model:
+        ...
+    @property
+    def n_ctx_slot(self) -> int:
+        ...
+    @property
+    def n_parallel(self) -> int:
+        ...
+    @property
+    def notify_fd(self) -> int:
         ...
 def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.SupportsInt | typing.SupportsIndex) -> Sampler:
     """

@@ -10,6 +10,7 @@ holds the GIL to move already-built events around.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -37,7 +38,9 @@ def _threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def open_engine(model: str | _core.Model, *, n_threads: int | None = None, **kwargs: Any) -> _core.Engine:
+def open_engine(
+    model: str | _core.Model, *, n_threads: int | None = None, **kwargs: Any
+) -> _core.Engine:
     """A ``_core.Engine`` for a model path or a loaded Model (keywords as ``_core.Engine``)."""
     if isinstance(model, str):
         model = _core.Model(model)
@@ -46,8 +49,14 @@ def open_engine(model: str | _core.Model, *, n_threads: int | None = None, **kwa
     return _core.Engine(model, n_threads=n, **kwargs)
 
 
-def make_task(prompt: Sequence[int], *, n_predict: int = -1, stop: Sequence[str] = (),
-              sampling: _core.SamplingParams | None = None, **fields: Any) -> _core.TaskParams:
+def make_task(
+    prompt: Sequence[int],
+    *,
+    n_predict: int = -1,
+    stop: Sequence[str] = (),
+    sampling: _core.SamplingParams | None = None,
+    **fields: Any,
+) -> _core.TaskParams:
     """A completion TaskParams; other TaskParams fields by keyword (n_probs, n_cmpl...)."""
     t = _core.TaskParams()
     t.prompt = list(prompt)
@@ -105,10 +114,8 @@ class TaskStream:
 
     def __del__(self) -> None:  # an abandoned stream must not keep its slot
         if not self._done:
-            try:
+            with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to free
                 self._owner.engine.cancel(self.task_id)
-            except Exception:  # interpreter shutdown: nothing left to free
-                pass
 
 
 class AsyncEngine:
@@ -181,7 +188,9 @@ class AsyncEngine:
         self.engine.stop()
 
 
-def generate(engine: _core.Engine, task: _core.TaskParams, timeout_s: float = 600.0) -> Iterator[Event]:
+def generate(
+    engine: _core.Engine, task: _core.TaskParams, timeout_s: float = 600.0
+) -> Iterator[Event]:
     """Synchronous: yield a task's events as they come (blocks without the GIL)."""
     task_id = engine.submit(task)
     try:

@@ -95,6 +95,10 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     ContextParams cp = p.ctx;
     cp.n_seq_max = static_cast<uint32_t>(p.n_parallel);
     embeddings_ = cp.embeddings;
+    // Pooled embeddings need each sequence whole in one ubatch. Separate KV streams make
+    // llama.cpp split a batch into equal-length ubatches, cutting sequences apart, so an
+    // embedding engine always uses the unified cache (its KV is never reused anyway).
+    if (embeddings_) cp.kv_unified = true;
     ctx_ = std::make_unique<Context>(model_, cp);
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
     for (const auto & [path, scale] : p.lora) {
@@ -184,11 +188,13 @@ uint64_t Engine::submit(TaskParams p) {
     {
         std::lock_guard<std::mutex> lk(in_mu_);
         if (stopping_) throw std::runtime_error("the engine is stopped");
-        if (n_waiting_.load() + n_busy_.load() >= params_.max_queue + params_.n_parallel) {
+        if (live_load_ + t->params.n_cmpl > params_.max_queue + params_.n_parallel) {
             std::lock_guard<std::mutex> lk2(out_mu_);
             out_.erase(t->id);
-            throw OverloadedError("the server is busy: " + std::to_string(n_waiting_.load()) + " requests waiting");
+            throw OverloadedError("the server is busy: " + std::to_string(live_.size()) + " requests in flight");
         }
+        live_[t->id] = t->params.n_cmpl;
+        live_load_ += t->params.n_cmpl;
         n_waiting_++;
         inbox_.push_back(t);
     }
@@ -196,7 +202,16 @@ uint64_t Engine::submit(TaskParams p) {
     return t->id;
 }
 
+void Engine::forget_live(uint64_t id) {
+    std::lock_guard<std::mutex> lk(in_mu_);
+    auto it = live_.find(id);
+    if (it == live_.end()) return;
+    live_load_ -= it->second;
+    live_.erase(it);
+}
+
 void Engine::cancel(uint64_t id) {
+    forget_live(id);  // its capacity is free for the next submit right away
     {
         std::lock_guard<std::mutex> lk(out_mu_);
         out_.erase(id);  // its events are dropped from now on (emit finds no entry)
@@ -295,6 +310,7 @@ size_t Engine::restore_slot(int32_t id, const std::string & path) {
         ctx_->seq_rm(id, -1, -1);
         s.cache.clear();
         s.cache = ctx_->seq_state_load(path, id, static_cast<size_t>(n_ctx_slot_));
+        publish();  // callers see the new state as soon as the call returns
         return s.cache.size();
     });
 }
@@ -306,6 +322,7 @@ void Engine::erase_slot(int32_t id) {
         if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
         ctx_->seq_rm(id, -1, -1);
         s.cache.clear();
+        publish();
         return 0;
     });
 }
@@ -773,6 +790,7 @@ void Engine::emit(uint64_t id, Event && ev, bool last) {
         }
     }
     out_cv_.notify_all();
+    if (last) forget_live(id);
 }
 
 void Engine::publish() {

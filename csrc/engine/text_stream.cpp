@@ -60,6 +60,8 @@ std::string TextStream::flush() {
     if (stopped_) return {};
     std::string out;
     out.swap(pending_);
+    // generation ended inside a character: those bytes can never become valid text
+    out.resize(out.size() - incomplete_utf8_tail(out));
     return out;
 }
 

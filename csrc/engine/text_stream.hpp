@@ -15,7 +15,7 @@ public:
     // Add one token's bytes; return the text that can be sent now. After a stop string
     // is seen, stopped() is true and the stop string and all after it are dropped.
     std::string push(const std::string & piece);
-    // End of generation: release whatever is held.
+    // End of generation: release whatever is held (less an unfinished character).
     std::string flush();
 
     bool stopped() const { return stopped_; }

@@ -1,0 +1,346 @@
+"""The C++ engine with the real model: batching, cancellation, admission, caching, n>1,
+embeddings, slot persistence, and the asyncio bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pyllama import _core
+from pyllama.engine import AsyncEngine, generate, make_task, open_engine
+from pyllama.sampling import make_sampling_params
+
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Once upon a time",
+    "1, 2, 3, 4,",
+    "The best way to learn a language is",
+    "<|im_start|>user\nName three fruits.<|im_end|>\n<|im_start|>assistant\n",
+    "import numpy as np\n",
+    "Water boils at",
+]
+
+
+@pytest.fixture(scope="module")
+def model(smollm_path):
+    return _core.Model(smollm_path)
+
+
+def task(model, prompt, n=24, **kw):
+    sampling = kw.pop("sampling", None) or make_sampling_params(temperature=0)
+    return make_task(model.tokenize(prompt, True, True), n_predict=n, sampling=sampling, **kw)
+
+
+def tokens_of(events):
+    return [e.token for e in events if e.type == "token" and e.token >= 0]
+
+
+def text_of(events):
+    return b"".join(e.text for e in events if e.type == "token").decode("utf-8")
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_eight_concurrent_equal_alone(model):
+    """Batching changes nothing: each sequence's tokens are bit-for-bit those it gets alone.
+
+    From clean KV (cache_prompt off). A reused cached prefix changes the KV layout, and
+    with it ggml's flash-attention summation order, as in llama-server."""
+    eng = open_engine(model, n_parallel=8, n_ctx=8 * 512, n_threads=2)
+    try:
+        alone = [tokens_of(generate(eng, task(model, p, cache_prompt=False))) for p in PROMPTS]
+        ae = AsyncEngine(eng)
+
+        async def together():
+            res = await asyncio.gather(*[ae.complete(task(model, p, cache_prompt=False)) for p in PROMPTS])
+            return [tokens_of(toks) for toks, _ in res]
+
+        assert run(together()) == alone
+        m = eng.metrics()
+        # several sequences shared decodes: more busy slots than decodes
+        assert m["n_busy_slots_total"] > m["n_decode_total"]
+    finally:
+        eng.stop()
+
+
+def test_cancel_frees_slot_at_once(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2)
+    ae = AsyncEngine(eng)
+    try:
+
+        async def go():
+            long = make_sampling_params(temperature=0, ignore_eos=True)
+            stream = ae.submit(task(model, "Tell me a long story.", n=1000, sampling=long))
+            async for ev in stream:
+                if ev.type == "token":
+                    break
+            assert eng.slots()[0]["state"] == "generating"
+            t0 = time.monotonic()
+            await stream.aclose()
+            while eng.slots()[0]["state"] != "idle":
+                assert time.monotonic() - t0 < 1.0, "slot still busy after cancel"
+                await asyncio.sleep(0.01)
+            # the freed slot serves the next request
+            _, final = await ae.complete(task(model, "Hi", n=4))
+            assert final.n_predicted == 4
+
+        run(go())
+    finally:
+        ae.close()
+
+
+def test_full_queue_is_refused_and_nothing_hangs(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2, max_queue=2)
+    ae = AsyncEngine(eng)
+    try:
+
+        async def go():
+            long = make_sampling_params(temperature=0, ignore_eos=True)
+            streams = [ae.submit(task(model, "Count to a thousand:", n=2000, sampling=long)) for _ in range(3)]
+            with pytest.raises(_core.OverloadedError):
+                ae.submit(task(model, "one too many", n=4))
+            for s in streams:
+                await s.aclose()
+            t0 = time.monotonic()
+            _, final = await ae.complete(task(model, "Hello", n=4))
+            assert final.n_predicted == 4 and time.monotonic() - t0 < 10
+
+        run(go())
+    finally:
+        ae.close()
+
+
+def test_repeated_prompt_uses_the_cache(model):
+    eng = open_engine(model, n_parallel=2, n_ctx=4096, n_threads=2)
+    try:
+        prompt = (
+            "The history of the Roman Empire spans many centuries, from its founding to its fall."
+        )
+        first = list(generate(eng, task(model, prompt, n=8)))
+        before = eng.metrics()["n_prompt_tokens_total"]
+        second = list(generate(eng, task(model, prompt, n=8)))
+        n_prompt = len(model.tokenize(prompt, True, True))
+        assert first[-1].n_cached == 0
+        assert second[-1].n_cached == n_prompt - 1  # all but the last token came from the cache
+        assert eng.metrics()["n_prompt_tokens_total"] - before == 1
+        assert tokens_of(second) == tokens_of(first)
+        longer = list(generate(eng, task(model, prompt + " It began", n=4)))
+        assert longer[-1].n_cached >= n_prompt - 1  # only the new suffix is evaluated
+    finally:
+        eng.stop()
+
+
+def test_n_completions_share_the_prompt(model):
+    eng = open_engine(model, n_parallel=4, n_ctx=4096, n_threads=2)
+    try:
+        events = list(generate(eng, task(model, "My favourite animal is", n=12, n_cmpl=3)))
+        finals = [e for e in events if e.type == "final"]
+        assert sorted(e.index for e in finals) == [0, 1, 2] and events[-1].done
+        per = {
+            i: [e.token for e in events if e.type == "token" and e.index == i and e.token >= 0]
+            for i in range(3)
+        }
+        single = tokens_of(generate(eng, task(model, "My favourite animal is", n=12)))
+        assert per[0] == per[1] == per[2] == single  # greedy: every completion is the same
+        hot = make_sampling_params(temperature=1.5, top_k=0, top_p=1.0, min_p=0.0, seed=7)
+        events = list(
+            generate(eng, task(model, "My favourite animal is", n=12, n_cmpl=3, sampling=hot))
+        )
+        texts = {
+            i: b"".join(e.text for e in events if e.type == "token" and e.index == i)
+            for i in range(3)
+        }
+        assert len(set(texts.values())) > 1  # distinct seeds per completion
+    finally:
+        eng.stop()
+
+
+def test_batched_embeddings(model):
+    eng = open_engine(model, n_parallel=4, n_ctx=4 * 512, n_threads=2, embeddings=True, pooling=1)
+    ae = AsyncEngine(eng)
+    texts = [
+        "The cat sat on the mat.",
+        "A cat is sitting on a mat.",
+        "Stock markets fell sharply.",
+        "Hello",
+    ]
+    try:
+
+        def embed_task(t):
+            p = _core.TaskParams()
+            p.kind = _core.TaskKind.EMBEDDING
+            p.prompt = model.tokenize(t, True, True)
+            return p
+
+        alone = [
+            np.array(next(e for e in generate(eng, embed_task(t)) if e.done).embedding)
+            for t in texts
+        ]
+
+        async def together():
+            res = await asyncio.gather(*[ae.complete(embed_task(t)) for t in texts])
+            return [np.array(final.embedding) for _, final in res]
+
+        batched = run(together())
+        for a, b in zip(alone, batched):
+            assert a.shape == (model.n_embd,)
+            assert abs(np.linalg.norm(b) - 1.0) < 1e-4
+            np.testing.assert_allclose(a, b, atol=1e-4)
+        assert batched[0] @ batched[1] > batched[0] @ batched[2]
+        with pytest.raises(ValueError, match="embeddings only"):
+            eng.submit(task(model, "no completions here"))
+    finally:
+        ae.close()
+
+
+def test_slot_save_restore_continues_identically(model, tmp_path):
+    prompt = "The old lighthouse keeper looked at the sea and said"
+    eng = open_engine(model, n_parallel=2, n_ctx=4096, n_threads=2)
+    try:
+        first = list(generate(eng, task(model, prompt, n=16, id_slot=0)))
+        convo = model.tokenize(prompt, True, True) + tokens_of(first)
+        path = str(tmp_path / "slot0.bin")
+        assert eng.save_slot(0, path) > 0
+        eng.erase_slot(0)
+        assert eng.slots()[0]["n_cache"] == 0
+        n = eng.restore_slot(0, path)
+        assert n == eng.slots()[0]["n_cache"] > 0
+        cont = make_task(
+            convo, n_predict=16, sampling=make_sampling_params(temperature=0), id_slot=0
+        )
+        restored = list(generate(eng, cont))
+        assert restored[-1].n_cached == n  # continued from the restored KV
+        fresh = make_task(
+            convo,
+            n_predict=16,
+            sampling=make_sampling_params(temperature=0),
+            id_slot=1,
+            cache_prompt=False,
+        )
+        assert tokens_of(restored) == tokens_of(generate(eng, fresh))
+    finally:
+        eng.stop()
+
+
+def test_python_thread_runs_during_generation(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2)
+    ticks = 0
+    stop = threading.Event()
+
+    def spin():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        start = time.perf_counter()
+        long = make_sampling_params(temperature=0, ignore_eos=True)
+        events = list(generate(eng, task(model, "Write a poem about autumn.", n=64, sampling=long)))
+        elapsed = time.perf_counter() - start
+    finally:
+        stop.set()
+        t.join()
+        eng.stop()
+    assert events[-1].n_predicted == 64
+    assert ticks >= elapsed * 1000 * 0.2, f"{ticks} ticks in {elapsed:.2f}s"
+
+
+def test_bad_tasks_fail_at_submit(model):
+    eng = open_engine(model, n_parallel=2, n_ctx=2 * 256, n_threads=2)
+    try:
+        with pytest.raises(ValueError, match="grammar"):
+            eng.submit(task(model, "x", sampling=make_sampling_params(grammar="root ::= (")))
+        with pytest.raises(ValueError, match="n must be"):
+            eng.submit(task(model, "x", n_cmpl=3))
+        with pytest.raises(_core.ContextSizeError) as info:
+            eng.submit(make_task([1] * 300, n_predict=4))
+        assert info.value.n_prompt_tokens == 300 and info.value.n_ctx == 256
+        with pytest.raises(IndexError):
+            eng.submit(make_task([model.n_vocab + 1], n_predict=4))
+        with pytest.raises(ValueError, match="empty"):
+            eng.submit(make_task([], n_predict=4))
+        assert tokens_of(generate(eng, task(model, "still fine", n=3)))  # and it keeps serving
+    finally:
+        eng.stop()
+
+
+def test_stop_strings_and_length_limits(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=256, n_threads=2)
+    try:
+        full = text_of(generate(eng, task(model, "Count: 1, 2, 3,", n=20)))
+        assert " 5" in full
+        events = list(generate(eng, task(model, "Count: 1, 2, 3,", n=20, stop=[" 5"])))
+        assert text_of(events) == full[: full.index(" 5")]
+        assert events[-1].stop == "word" and events[-1].stopping_word == " 5"
+        # n_predict -1 stops at the slot's context end
+        events = list(
+            generate(
+                eng,
+                task(
+                    model,
+                    "Repeat forever: la la la",
+                    n=-1,
+                    sampling=make_sampling_params(temperature=0, ignore_eos=True),
+                ),
+            )
+        )
+        assert events[-1].stop == "context"
+        assert events[-1].n_prompt + events[-1].n_predicted >= 256
+    finally:
+        eng.stop()
+
+
+def test_streamed_text_is_valid_utf8(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
+    try:
+        events = list(
+            generate(
+                eng,
+                task(
+                    model,
+                    "Reply with emojis only: 🦙🎉🔥",
+                    n=40,
+                    sampling=make_sampling_params(temperature=1.0, seed=3),
+                ),
+            )
+        )
+        pieces = [e.text for e in events if e.type == "token"]
+        for p in pieces:
+            p.decode("utf-8")  # strict: a split character would raise here
+        assert b"".join(pieces).decode("utf-8")
+    finally:
+        eng.stop()
+
+
+def test_probabilities(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
+    try:
+        ev = [
+            e
+            for e in generate(eng, task(model, "The capital of France is", n=3, n_probs=5))
+            if e.type == "token"
+        ]
+        for e in ev:
+            assert len(e.top) == 5 and e.top[0][0] == e.token  # greedy: the top candidate
+            assert abs(e.top[0][1] - e.logprob) < 1e-5 and e.logprob <= 0
+        post = [
+            e
+            for e in generate(
+                eng,
+                task(model, "The capital of France is", n=3, n_probs=5, post_sampling_probs=True),
+            )
+            if e.type == "token"
+        ]
+        assert all(abs(e.logprob) < 1e-5 for e in post)  # temperature 0 leaves one candidate, p = 1
+    finally:
+        eng.stop()
