@@ -526,6 +526,7 @@ bool Engine::step() {
     }
     if (batch_->size() == 0) return false;
 
+    const int64_t t_dec0 = now_us();
     try {
         ctx_->decode(*batch_);
     } catch (const std::exception & e) {
@@ -534,10 +535,12 @@ bool Engine::step() {
         }
         return true;
     }
+    const int64_t t_dec1 = now_us();
     {
         std::lock_guard<std::mutex> lk(pub_mu_);
         metrics_.n_decode_total++;
         metrics_.n_busy_slots_total += static_cast<uint64_t>(busy);
+        metrics_.t_decode_ms_total += static_cast<double>(t_dec1 - t_dec0) / 1e3;
     }
     // 3. bookkeeping and sampling, in batch order
     for (auto & s : slots_) {
@@ -581,6 +584,8 @@ bool Engine::step() {
             sample_slot(*s, s->i_batch);
         }
     }
+    std::lock_guard<std::mutex> lk(pub_mu_);
+    metrics_.t_sample_ms_total += static_cast<double>(now_us() - t_dec1) / 1e3;
     return true;
 }
 

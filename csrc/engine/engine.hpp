@@ -72,6 +72,8 @@ struct Metrics {
     uint64_t n_predicted_total = 0;
     double t_predicted_ms_total = 0;
     uint64_t n_decode_total = 0;
+    double t_decode_ms_total = 0;  // inside llama_decode
+    double t_sample_ms_total = 0;  // sampling, text and events after each decode
     uint64_t n_busy_slots_total = 0;  // sum over decodes of busy slots
     uint64_t n_tasks_done = 0;
     int32_t n_processing = 0;
