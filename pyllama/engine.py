@@ -17,7 +17,14 @@ from typing import Any
 
 from pyllama import _core
 
-__all__ = ["AsyncEngine", "EngineError", "TaskStream", "make_task", "open_engine"]
+__all__ = [
+    "AsyncEngine",
+    "EngineError",
+    "TaskStream",
+    "default_threads",
+    "make_task",
+    "open_engine",
+]
 
 Event = _core.Event
 
@@ -31,7 +38,8 @@ class EngineError(RuntimeError):
         self.message = message
 
 
-def _threads() -> int:
+def default_threads() -> int:
+    """CPUs this process may run on (the affinity mask), at least 1."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
@@ -44,7 +52,7 @@ def open_engine(
     """A ``_core.Engine`` for a model path or a loaded Model (keywords as ``_core.Engine``)."""
     if isinstance(model, str):
         model = _core.Model(model)
-    n = n_threads or _threads()
+    n = n_threads or default_threads()
     kwargs.setdefault("n_threads_batch", n)
     return _core.Engine(model, n_threads=n, **kwargs)
 

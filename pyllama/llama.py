@@ -7,7 +7,6 @@ the GIL released inside ``_core``, so other Python threads keep running meanwhil
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -18,6 +17,7 @@ import numpy as np
 
 from pyllama import _core
 from pyllama.chat import ChatTemplate, validate_messages
+from pyllama.engine import default_threads
 from pyllama.sampling import grammar_for_response_format, make_sampling_params
 from pyllama.text import TextAssembler
 
@@ -31,13 +31,6 @@ CHATML = (
     " + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class Llama:
@@ -78,7 +71,7 @@ class Llama:
         self.model = _core.Model(
             model_path, n_gpu_layers=n_gpu_layers, use_mmap=use_mmap, use_mlock=use_mlock
         )
-        self.n_threads = n_threads or _default_threads()
+        self.n_threads = n_threads or default_threads()
         self._ctx_kwargs = dict(
             n_ctx=n_ctx,
             n_batch=n_batch,

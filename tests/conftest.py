@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,30 @@ def vendor_models() -> Path:
             f"{VENDOR_MODELS} missing: build the package first (it fetches vendor/llama.cpp)"
         )
     return VENDOR_MODELS
+
+
+class Ticker:
+    """A Python thread counting millisecond sleeps: it only advances while the GIL is free."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.ticks += 1
+            time.sleep(0.001)
+
+    def __enter__(self) -> Ticker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture
+def ticker() -> Ticker:
+    return Ticker()

@@ -4,7 +4,6 @@ embeddings, slot persistence, and the asyncio bridge."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import numpy as np
@@ -59,7 +58,9 @@ def test_eight_concurrent_equal_alone(model):
         ae = AsyncEngine(eng)
 
         async def together():
-            res = await asyncio.gather(*[ae.complete(task(model, p, cache_prompt=False)) for p in PROMPTS])
+            res = await asyncio.gather(
+                *[ae.complete(task(model, p, cache_prompt=False)) for p in PROMPTS]
+            )
             return [tokens_of(toks) for toks, _ in res]
 
         assert run(together()) == alone
@@ -103,7 +104,10 @@ def test_full_queue_is_refused_and_nothing_hangs(model):
 
         async def go():
             long = make_sampling_params(temperature=0, ignore_eos=True)
-            streams = [ae.submit(task(model, "Count to a thousand:", n=2000, sampling=long)) for _ in range(3)]
+            streams = [
+                ae.submit(task(model, "Count to a thousand:", n=2000, sampling=long))
+                for _ in range(3)
+            ]
             with pytest.raises(_core.OverloadedError):
                 ae.submit(task(model, "one too many", n=4))
             for s in streams:
@@ -229,30 +233,20 @@ def test_slot_save_restore_continues_identically(model, tmp_path):
         eng.stop()
 
 
-def test_python_thread_runs_during_generation(model):
+def test_python_thread_runs_during_generation(model, ticker):
     eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2)
-    ticks = 0
-    stop = threading.Event()
-
-    def spin():
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            time.sleep(0.001)
-
-    t = threading.Thread(target=spin)
-    t.start()
+    long = make_sampling_params(temperature=0, ignore_eos=True)
     try:
-        start = time.perf_counter()
-        long = make_sampling_params(temperature=0, ignore_eos=True)
-        events = list(generate(eng, task(model, "Write a poem about autumn.", n=64, sampling=long)))
-        elapsed = time.perf_counter() - start
+        with ticker:
+            start = time.perf_counter()
+            events = list(
+                generate(eng, task(model, "Write a poem about autumn.", n=64, sampling=long))
+            )
+            elapsed = time.perf_counter() - start
     finally:
-        stop.set()
-        t.join()
         eng.stop()
     assert events[-1].n_predicted == 64
-    assert ticks >= elapsed * 1000 * 0.2, f"{ticks} ticks in {elapsed:.2f}s"
+    assert ticker.ticks >= elapsed * 1000 * 0.2, f"{ticker.ticks} ticks in {elapsed:.2f}s"
 
 
 def test_bad_tasks_fail_at_submit(model):

@@ -8,31 +8,19 @@ import time
 from pyllama import Batch, Context
 
 
-def test_python_thread_runs_during_decode(llm):
+def test_python_thread_runs_during_decode(llm, ticker):
     ctx = Context(llm.model, n_ctx=2048, n_batch=2048, n_ubatch=512, n_threads=2)
     tokens = llm.model.tokenize("hello world " * 400, True, False)[:1800]
     batch = Batch(2048, 1)
     batch.add_sequence(tokens, 0, 0, True)
 
-    ticks = 0
-    stop = threading.Event()
-
-    def spin() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            time.sleep(0.001)
-
-    t = threading.Thread(target=spin)
-    t.start()
-    time.sleep(0.05)
-    before = ticks
-    start = time.perf_counter()
-    ctx.decode(batch)  # a long prompt: hundreds of milliseconds of C++ work
-    elapsed = time.perf_counter() - start
-    during = ticks - before
-    stop.set()
-    t.join()
+    with ticker:
+        time.sleep(0.05)
+        before = ticker.ticks
+        start = time.perf_counter()
+        ctx.decode(batch)  # a long prompt: hundreds of milliseconds of C++ work
+        elapsed = time.perf_counter() - start
+        during = ticker.ticks - before
     assert elapsed > 0.1, f"decode too quick ({elapsed:.3f}s) to tell"
     # with the GIL held the thread could not tick at all; allow for a loaded machine
     assert during >= elapsed * 1000 * 0.2, f"only {during} ticks in {elapsed:.3f}s"
