@@ -389,6 +389,7 @@ void Engine::loop() {
         admit();
         step();
         publish();
+        notify();
     }
     // shutdown: whatever is queued or running ends with an error event
     for (auto & s : slots_) {
@@ -403,6 +404,7 @@ void Engine::loop() {
         emit(t->id, std::move(ev), true);
     }
     queue_.clear();
+    notify();
     std::lock_guard<std::mutex> lk(in_mu_);
     for (auto & c : commands_) c();  // their futures complete (with the "stopped" state they observe)
     commands_.clear();
@@ -784,10 +786,23 @@ void Engine::emit(uint64_t id, Event && ev, bool last) {
     {
         std::lock_guard<std::mutex> lk(out_mu_);
         auto it = out_.find(id);
-        if (it == out_.end()) return;  // cancelled: nobody is listening
-        ev.done = last;
-        if (it->second.empty()) ready_.push_back(id);
-        it->second.push_back(std::move(ev));
+        if (it != out_.end()) {  // else cancelled: nobody is listening
+            ev.done = last;
+            if (it->second.empty()) ready_.push_back(id);
+            it->second.push_back(std::move(ev));
+            unnotified_ = true;
+        }
+    }
+    if (last) forget_live(id);
+}
+
+// One wake-up per loop turn, not per event: on a machine with as many cores as ggml
+// threads, every wake-up of a consumer preempts a ggml thread while its partners spin.
+void Engine::notify() {
+    {
+        std::lock_guard<std::mutex> lk(out_mu_);
+        if (!unnotified_) return;
+        unnotified_ = false;
         if (!notified_) {
             notified_ = true;
             const char one = 1;
@@ -795,7 +810,6 @@ void Engine::emit(uint64_t id, Event && ev, bool last) {
         }
     }
     out_cv_.notify_all();
-    if (last) forget_live(id);
 }
 
 void Engine::publish() {

@@ -128,6 +128,7 @@ private:
     void fail_slot(Slot & slot, const std::string & kind, const std::string & msg);
     void release(Slot & slot);
     void emit(uint64_t task_id, Event && ev, bool last);
+    void notify();
     void publish();
     void context_shift(Slot & slot);
     void apply_lora(const std::vector<float> & scales);
@@ -170,7 +171,8 @@ private:
     std::condition_variable out_cv_;
     std::unordered_map<uint64_t, std::vector<Event>> out_;
     std::vector<uint64_t> ready_;
-    bool notified_ = false;
+    bool notified_ = false;    // a byte is in the pipe, not yet drained
+    bool unnotified_ = false;  // events queued since the last notify()
     int pipe_[2] = {-1, -1};
 
     // published snapshot
