@@ -338,3 +338,40 @@ def test_probabilities(model):
         assert all(abs(e.logprob) < 1e-5 for e in post)  # temperature 0 leaves one candidate, p = 1
     finally:
         eng.stop()
+
+
+def test_context_shift_keeps_generating(model):
+    long = make_sampling_params(temperature=0, ignore_eos=True)
+    plain = open_engine(model, n_parallel=1, n_ctx=256, n_threads=2)
+    shifting = open_engine(
+        model, n_parallel=1, n_ctx=256, n_threads=2, context_shift=True, n_keep=4
+    )
+    window = plain.n_ctx_slot
+    try:
+        stopped = list(generate(plain, task(model, "List animals:", n=2 * window, sampling=long)))
+        assert stopped[-1].stop == "context" and stopped[-1].n_predicted < window
+        shifted = list(
+            generate(shifting, task(model, "List animals:", n=2 * window, sampling=long))
+        )
+        assert (
+            shifted[-1].stop == "limit" and shifted[-1].n_predicted == 2 * window
+        )  # past the window
+        assert shifting.slots()[0]["n_cache"] < window
+        text_of(shifted)  # still whole UTF-8
+    finally:
+        plain.stop()
+        shifting.stop()
+
+
+def test_time_limit(model):
+    eng = open_engine(model, n_parallel=1, n_ctx=4096, n_threads=2)
+    try:
+        long = make_sampling_params(temperature=0, ignore_eos=True)
+        t0 = time.monotonic()
+        events = list(
+            generate(eng, task(model, "Go on forever:", n=-1, sampling=long, t_max_predict_ms=300))
+        )
+        assert events[-1].stop == "timeout"
+        assert time.monotonic() - t0 < 5 and 0 < events[-1].n_predicted < 4000
+    finally:
+        eng.stop()

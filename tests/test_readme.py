@@ -17,4 +17,7 @@ def test_readme_has_examples():
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_example_runs(index, smollm_path, capsys):
-    exec(compile(BLOCKS[index], f"README.md[python block {index}]", "exec"), {"__name__": "__readme__"})
+    exec(
+        compile(BLOCKS[index], f"README.md[python block {index}]", "exec"),
+        {"__name__": "__readme__"},
+    )
