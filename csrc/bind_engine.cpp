@@ -2,6 +2,7 @@
 
 #include "bindings.hpp"
 #include "engine/engine.hpp"
+#include "engine/text_stream.hpp"
 
 namespace py = pybind11;
 
@@ -73,6 +74,16 @@ void register_engine(py::module_ & m) {
             PyErr_SetObject(ctx_error.ptr(), inst.ptr());
         }
     });
+
+    py::class_<engine::TextStream>(m, "TextStream",
+                                   "Token bytes in, safe text out: holds back partial UTF-8 and stop-string prefixes.")
+        .def(py::init<std::vector<std::string>>(), py::arg("stops") = std::vector<std::string>{})
+        .def("push", [](engine::TextStream & t, py::bytes piece) { return py::bytes(t.push(piece)); }, py::arg("piece"),
+             "Add one token's bytes; return the bytes that can be emitted now.")
+        .def("flush", [](engine::TextStream & t) { return py::bytes(t.flush()); },
+             "End of generation: the held bytes, less an unfinished character.")
+        .def_property_readonly("stopped", &engine::TextStream::stopped)
+        .def_property_readonly("stopping_word", &engine::TextStream::stopping_word);
 
     py::enum_<TaskKind>(m, "TaskKind")
         .value("COMPLETION", TaskKind::Completion)

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'build_sampler_chain', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'build_sampler_chain', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class Model:
@@ -554,6 +554,26 @@ class OverloadedError(RuntimeError):
     pass
 class ContextSizeError(ValueError):
     pass
+class TextStream:
+    """
+    Token bytes in, safe text out: holds back partial UTF-8 and stop-string prefixes.
+    """
+    def __init__(self, stops: collections.abc.Sequence[str] = []) -> None:
+        ...
+    def flush(self) -> bytes:
+        """
+        End of generation: the held bytes, less an unfinished character.
+        """
+    def push(self, piece: bytes) -> bytes:
+        """
+        Add one token's bytes; return the bytes that can be emitted now.
+        """
+    @property
+    def stopped(self) -> bool:
+        ...
+    @property
+    def stopping_word(self) -> str:
+        ...
 class TaskKind:
     """
     Members:

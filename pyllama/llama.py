@@ -19,7 +19,6 @@ from pyllama import _core
 from pyllama.chat import ChatTemplate, validate_messages
 from pyllama.engine import default_threads
 from pyllama.sampling import grammar_for_response_format, make_sampling_params
-from pyllama.text import TextAssembler
 
 __all__ = ["Llama"]
 
@@ -198,7 +197,8 @@ class Llama:
     ) -> Iterator[dict[str, Any]]:
         """Core loop: yields {"text", "token", "logprobs"?} pieces, then a final
         {"finish_reason", "completion_tokens"}. Holds the lock for the whole run."""
-        assembler = TextAssembler(stop)
+        # the engine's own text stream: partial UTF-8 and stop-string prefixes held back
+        assembler = _core.TextStream(list(stop))
         finish = "length"
         n = 0
         with self._lock:
@@ -213,24 +213,24 @@ class Llama:
                     break
                 n += 1
                 piece = self.model.token_to_piece(token, False)
-                out: dict[str, Any] = {"text": assembler.push(piece), "token": token}
+                out: dict[str, Any] = {"text": _text(assembler.push(piece)), "token": token}
                 if logits is not None:
                     out["logprobs"] = _logprobs(logits, token, n_logprobs or 0, self._piece_text)
                 yield out
-                if assembler.stopped_by is not None:
+                if assembler.stopped:
                     finish = "stop"
                     break
                 if len(self._cached) + 1 >= self.n_ctx:
                     break  # context full: finish_reason stays "length"
                 if n < limit:
                     self._advance(token)
-        tail = assembler.flush()
+        tail = _text(assembler.flush())
         if tail:
             yield {"text": tail, "token": None}
         yield {
             "finish_reason": finish,
             "completion_tokens": n,
-            "stopping_word": assembler.stopped_by,
+            "stopping_word": assembler.stopping_word if assembler.stopped else None,
         }
 
     def _piece_text(self, token: int) -> str:
@@ -556,6 +556,11 @@ class Llama:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _text(data: bytes) -> str:
+    # whole characters by construction; "replace" only for bytes the model made invalid
+    return data.decode("utf-8", errors="replace")
 
 
 def _stops(stop: str | Sequence[str] | None) -> list[str]:

@@ -57,7 +57,6 @@ public:
 
     const std::shared_ptr<Model> & model() const { return model_; }
     llama_context * get() const { return ctx_.get(); }
-    std::mutex & mutex() { return mu_; }
 
     // Decode a batch; throws LlamaError on failure (no KV slot, invalid batch, abort).
     void decode(const Batch & batch);

@@ -470,7 +470,6 @@ void Engine::admit() {
         primary->state = Slot::State::Prompt;
         primary->parent = nullptr;
         assign(*primary);
-        n_busy_ += task->params.n_cmpl;
         for (Slot * s : idle) {
             if (index >= need) break;
             if (s == primary) continue;
@@ -770,7 +769,6 @@ void Engine::fail_slot(Slot & s, const std::string & kind, const std::string & m
 }
 
 void Engine::release(Slot & s) {
-    if (s.task) n_busy_--;
     s.state = Slot::State::Idle;
     s.task.reset();
     s.chain.reset();

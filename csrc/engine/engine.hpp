@@ -160,7 +160,6 @@ private:
     bool stopping_ = false;
     std::atomic<uint64_t> next_id_{1};
     std::atomic<int32_t> n_waiting_{0};  // tasks in inbox_ + queue_
-    std::atomic<int32_t> n_busy_{0};     // slots holding a task
     // admission: slots claimed by tasks submitted and not yet finished or cancelled
     std::unordered_map<uint64_t, int32_t> live_;
     int32_t live_load_ = 0;
