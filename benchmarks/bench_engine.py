@@ -36,7 +36,9 @@ async def run_engine(ae, model, c: int, p: int, g: int, rng: random.Random) -> f
         )
         for _ in range(c)
     ]
-    results = await asyncio.gather(*[ae.complete(t) for t in tasks])
+    # submitted together, as batched-bench starts them: all prompts share the first batch,
+    # so every sequence's generation time covers the same decode steps
+    results = await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
     finals = [f for _, f in results]
     n = sum(f.n_predicted for f in finals)
     return n / (max(f.t_predicted_ms for f in finals) / 1000.0)

@@ -175,6 +175,9 @@ void register_engine(py::module_ & m) {
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),
              py::call_guard<py::gil_scoped_release>())
+        .def("submit_many", [](Engine & e, std::vector<TaskParams> ps) { return e.submit_many(std::move(ps)); },
+             py::arg("params"), py::call_guard<py::gil_scoped_release>(),
+             "Submit tasks together: all or none admitted; their prompts share the first batch.")
         .def("cancel", &Engine::cancel, py::arg("task_id"), py::call_guard<py::gil_scoped_release>())
         .def("take_ready", &Engine::take_ready, "Drain events of every task that has some: [(task_id, [Event])].")
         .def("wait", &Engine::wait, py::arg("task_id"), py::arg("timeout_ms") = -1,

@@ -165,11 +165,24 @@ class AsyncEngine:
         self._streams[task_id] = stream
         return stream
 
+    def submit_many(self, tasks: Sequence[_core.TaskParams]) -> list[TaskStream]:
+        """Queue tasks together (all or none): their prompts are evaluated in one batch."""
+        self._attach()
+        streams = [TaskStream(self, i) for i in self.engine.submit_many(list(tasks))]
+        for stream in streams:
+            self._streams[stream.task_id] = stream
+        return streams
+
     async def complete(self, task: _core.TaskParams) -> tuple[list[Event], Event]:
         """Run a task to the end: (token events, the last final event). Errors raise."""
+        return await self.collect(self.submit(task))
+
+    @staticmethod
+    async def collect(stream: TaskStream) -> tuple[list[Event], Event]:
+        """Read a stream to its end: (token events, the last final event). Errors raise."""
         tokens: list[Event] = []
         final: Event | None = None
-        async with self.submit(task) as stream:
+        async with stream:
             async for ev in stream:
                 if ev.type == "error":
                     raise EngineError(ev.error_kind, ev.message)

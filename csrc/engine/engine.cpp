@@ -141,7 +141,7 @@ void Engine::stop() {
 
 // ---------------------------------------------------------------- callers' side
 
-uint64_t Engine::submit(TaskParams p) {
+std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
     const bool completion = p.kind == TaskKind::Completion;
     if (p.prompt.empty()) throw std::invalid_argument("the prompt is empty");
     for (llama_token t : p.prompt) model_->check_token(t);
@@ -180,26 +180,49 @@ uint64_t Engine::submit(TaskParams p) {
             t->chains.push_back(build_sampler_chain(*model_, sp, n_ctx_slot_));
         }
     }
-    t->id = next_id_++;
-    {
-        std::lock_guard<std::mutex> lk(out_mu_);
-        out_[t->id];  // wait() knows the task from now on
+    return t;
+}
+
+uint64_t Engine::submit(TaskParams p) {
+    std::vector<TaskParams> one;
+    one.push_back(std::move(p));
+    return submit_many(std::move(one)).front();
+}
+
+// All or nothing, under one lock: the loop thread admits them in the same turn, so
+// their prompts share a batch (as llama-server posts a multi-prompt request's tasks).
+std::vector<uint64_t> Engine::submit_many(std::vector<TaskParams> ps) {
+    if (ps.empty()) throw std::invalid_argument("no tasks");
+    std::vector<std::shared_ptr<TaskState>> tasks;
+    int32_t load = 0;
+    for (auto & p : ps) {
+        tasks.push_back(prepare(std::move(p)));
+        load += tasks.back()->params.n_cmpl;
     }
+    std::vector<uint64_t> ids;
     {
         std::lock_guard<std::mutex> lk(in_mu_);
         if (stopping_) throw std::runtime_error("the engine is stopped");
-        if (live_load_ + t->params.n_cmpl > params_.max_queue + params_.n_parallel) {
-            std::lock_guard<std::mutex> lk2(out_mu_);
-            out_.erase(t->id);
+        if (live_load_ + load > params_.max_queue + params_.n_parallel) {
             throw OverloadedError("the server is busy: " + std::to_string(live_.size()) + " requests in flight");
         }
-        live_[t->id] = t->params.n_cmpl;
-        live_load_ += t->params.n_cmpl;
-        n_waiting_++;
-        inbox_.push_back(t);
+        {
+            std::lock_guard<std::mutex> lk2(out_mu_);
+            for (auto & t : tasks) {
+                t->id = next_id_++;
+                out_[t->id];  // wait() knows the task from now on
+            }
+        }
+        for (auto & t : tasks) {
+            live_[t->id] = t->params.n_cmpl;
+            live_load_ += t->params.n_cmpl;
+            n_waiting_++;
+            ids.push_back(t->id);
+            inbox_.push_back(std::move(t));
+        }
     }
     in_cv_.notify_one();
-    return t->id;
+    return ids;
 }
 
 void Engine::forget_live(uint64_t id) {

@@ -90,6 +90,7 @@ public:
     Engine & operator=(const Engine &) = delete;
 
     uint64_t submit(TaskParams params);  // throws OverloadedError, ContextSizeError, invalid_argument
+    std::vector<uint64_t> submit_many(std::vector<TaskParams> params);  // all admitted in one turn, or none
     void cancel(uint64_t task_id);
 
     // Async side: every task with new events, drained at once. Also empties the
@@ -119,6 +120,7 @@ private:
     struct TaskState;
     struct Slot;
 
+    std::shared_ptr<TaskState> prepare(TaskParams p);  // validate, build sampler chains
     void loop();
     void apply_inbox();
     void admit();
