@@ -53,6 +53,9 @@ py::dict metrics_dict(const engine::Metrics & m) {
     d["n_deferred"] = m.n_deferred;
     d["n_tokens_max"] = m.n_tokens_max;
     d["kv_usage"] = m.kv_usage;
+    d["n_draft_tokens"] = m.n_draft_tokens;
+    d["n_draft_accepted"] = m.n_draft_accepted;
+    d["n_draft_steps"] = m.n_draft_steps;
     return d;
 }
 
@@ -104,7 +107,9 @@ void register_engine(py::module_ & m) {
         .def_readwrite("n_cmpl", &TaskParams::n_cmpl)
         .def_readwrite("id_slot", &TaskParams::id_slot)
         .def_readwrite("embd_normalize", &TaskParams::embd_normalize)
-        .def_readwrite("lora_scales", &TaskParams::lora_scales);
+        .def_readwrite("lora_scales", &TaskParams::lora_scales)
+        .def_readwrite("n_cache_reuse", &TaskParams::n_cache_reuse)
+        .def_readwrite("spec_n_max", &TaskParams::spec_n_max);
 
     py::class_<Event>(m, "Event", "token, final or error: the closed set a task produces.")
         .def_property_readonly("type", [](const Event & e) { return event_type_name(e.type); })
@@ -140,7 +145,9 @@ void register_engine(py::module_ & m) {
                          uint32_t n_ubatch, int32_t n_threads, int32_t n_threads_batch, int32_t flash_attn,
                          bool embeddings, int32_t pooling, const std::string & type_k, const std::string & type_v,
                          bool kv_unified, int32_t max_queue, float slot_prompt_similarity, bool context_shift,
-                         int32_t n_keep, std::vector<std::pair<std::string, float>> lora) {
+                         int32_t n_keep, std::vector<std::pair<std::string, float>> lora,
+                         std::shared_ptr<Model> draft_model, int32_t spec_n_max, int32_t spec_n_min,
+                         float spec_p_min) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -160,6 +167,10 @@ void register_engine(py::module_ & m) {
                  p.context_shift = context_shift;
                  p.n_keep = n_keep;
                  p.lora = std::move(lora);
+                 p.draft = std::move(draft_model);
+                 p.spec_n_max = spec_n_max;
+                 p.spec_n_min = spec_n_min;
+                 p.spec_p_min = spec_p_min;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -170,7 +181,9 @@ void register_engine(py::module_ & m) {
              py::arg("pooling") = -1, py::arg("type_k") = "f16", py::arg("type_v") = "f16",
              py::arg("kv_unified") = false, py::arg("max_queue") = 256, py::arg("slot_prompt_similarity") = 0.1f,
              py::arg("context_shift") = false, py::arg("n_keep") = 0,
-             py::arg("lora") = std::vector<std::pair<std::string, float>>{})
+             py::arg("lora") = std::vector<std::pair<std::string, float>>{},
+             py::arg("draft_model") = std::shared_ptr<Model>{}, py::arg("spec_n_max") = 3,
+             py::arg("spec_n_min") = 0, py::arg("spec_p_min") = 0.0f)
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

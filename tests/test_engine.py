@@ -375,3 +375,89 @@ def test_time_limit(model):
         assert time.monotonic() - t0 < 5 and 0 < events[-1].n_predicted < 4000
     finally:
         eng.stop()
+
+
+def test_submit_many_shares_the_first_batch_and_is_all_or_nothing(model):
+    eng = open_engine(model, n_parallel=4, n_ctx=4 * 512, n_threads=2, max_queue=0)
+    ae = AsyncEngine(eng)
+    try:
+
+        async def go():
+            streams = ae.submit_many([task(model, p, n=6) for p in PROMPTS[:4]])
+            results = await asyncio.gather(*[ae.collect(s) for s in streams])
+            return [final for _, final in results]
+
+        finals = run(go())
+        assert [f.n_predicted for f in finals] == [6] * 4
+        # one decode evaluated all four prompts, then 5 steps generated the rest
+        assert eng.metrics()["n_decode_total"] == 1 + 5
+        with pytest.raises(_core.OverloadedError):  # 5 tasks for 4 slots and no queue
+            eng.submit_many([task(model, p, n=2) for p in PROMPTS[:5]])
+        assert eng.metrics()["n_deferred"] == 0  # none of the five was admitted
+    finally:
+        ae.close()
+
+
+def test_cache_reuse_shifts_chunks_after_the_prefix(model):
+    """--cache-reuse: a chunk the cache holds later on is shifted into place, not recomputed."""
+    eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2)
+    try:
+        head = model.tokenize("Question one about apples.", True, True)
+        old = model.tokenize(" Some filler that will be dropped from the prompt now.", False, True)
+        body = model.tokenize(
+            " A long shared passage about the orchards of Normandy, their cider and the"
+            " farmers who tend them through every season of the year.",
+            False,
+            True,
+        )
+
+        def ask(tokens, reuse):
+            t = make_task(tokens, n_predict=4, sampling=make_sampling_params(temperature=0))
+            t.n_cache_reuse = reuse
+            return list(generate(eng, t))
+
+        ask(head + old + body, 0)
+        plain = ask(head + body, 0)  # without reuse only the common head is cached
+        assert plain[-1].n_cached == len(head)
+        ask(head + old + body, 0)
+        reused = ask(head + body, 8)
+        assert reused[-1].n_cached == len(head) + len(body) - 1
+        # the shifted KV (RoPE re-applied) still continues the text the same way
+        assert tokens_of(reused) == tokens_of(plain)
+    finally:
+        eng.stop()
+
+
+def test_speculative_decoding_keeps_the_output(model):
+    """A draft model proposes tokens, the target verifies them in one batch: greedy output
+    is what plain decoding gives, and the same model as its own draft agrees on most."""
+    prompts = PROMPTS[:4]
+    plain = open_engine(model, n_parallel=2, n_ctx=2 * 512, n_threads=2)
+    try:
+        want = [text_of(generate(plain, task(model, p, n=40, cache_prompt=False))) for p in prompts]
+    finally:
+        plain.stop()
+    eng = open_engine(
+        model, n_parallel=2, n_ctx=2 * 512, n_threads=2, draft_model=model, spec_n_max=4
+    )
+    ae = AsyncEngine(eng)
+    try:
+
+        async def go():
+            streams = ae.submit_many([task(model, p, n=40, cache_prompt=False) for p in prompts[:2]])
+            res = await asyncio.gather(*[ae.collect(s) for s in streams])
+            res += [await ae.complete(task(model, p, n=40, cache_prompt=False)) for p in prompts[2:]]
+            return res
+
+        res = run(go())
+        assert [text_of(toks) for toks, _ in res] == want
+        assert all(final.n_predicted == 40 for _, final in res)
+        m = eng.metrics()
+        assert m["n_draft_tokens"] > 0
+        assert m["n_draft_accepted"] >= 0.8 * m["n_draft_tokens"]
+        assert m["n_decode_total"] < 4 * 40 / 2  # several tokens per verification step
+        # a task may turn drafting off; and drafting respects n_predict exactly
+        toks = list(generate(eng, task(model, prompts[0], n=7, cache_prompt=False, spec_n_max=0)))
+        assert toks[-1].n_predicted == 7
+    finally:
+        ae.close()

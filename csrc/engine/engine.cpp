@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/log.hpp"
+#include "engine/slot.hpp"
 
 namespace pyllama::engine {
 
@@ -56,38 +57,6 @@ void normalize(float * v, int32_t n, int32_t norm) {
 
 }  // namespace
 
-struct Engine::TaskState {
-    uint64_t id = 0;
-    TaskParams params;
-    std::vector<Sampler> chains;  // one per completion, built (and validated) at submit
-    int32_t finals_left = 1;
-    bool failed = false;
-    std::vector<float> lora;      // resolved adapter scales
-};
-
-struct Engine::Slot {
-    enum class State { Idle, Waiting, Prompt, Generating };
-    int32_t id = 0;
-    State state = State::Idle;
-    std::vector<llama_token> cache;  // tokens whose KV is in sequence `id`
-    std::shared_ptr<TaskState> task;
-    uint32_t index = 0;
-    Slot * parent = nullptr;  // n > 1: the slot evaluating the shared prompt
-    size_t n_past = 0;
-    int32_t n_cached = 0;
-    std::optional<Sampler> chain;
-    std::optional<TextStream> text;
-    int32_t n_decoded = 0;
-    llama_token sampled = -1;
-    int32_t i_batch = -1;   // output row in the current batch
-    int32_t chunk = 0;      // prompt tokens placed in the current batch
-    int32_t first_row = 0;  // first batch row of an embedding prompt
-    bool fed = false;       // its sampled token is in the current batch
-    int64_t t_start = 0, t_prompt_done = 0, t_last_used = 0;
-
-    const std::vector<llama_token> & prompt() const { return task->params.prompt; }
-};
-
 Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(std::move(model)), params_(p) {
     if (p.n_parallel < 1) throw std::invalid_argument("n_parallel must be >= 1");
     if (p.max_queue < 0) throw std::invalid_argument("max_queue must be >= 0");
@@ -101,6 +70,19 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (embeddings_) cp.kv_unified = true;
     ctx_ = std::make_unique<Context>(model_, cp);
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    if (p.draft) {
+        if (embeddings_) throw std::invalid_argument("a draft model is for completions, not embeddings");
+        if (p.spec_n_max < 0 || p.spec_n_min < 0 || p.spec_p_min < 0.0f || p.spec_p_min > 1.0f) {
+            throw std::invalid_argument("speculative: n_max and n_min must be >= 0, p_min in [0, 1]");
+        }
+        if (llama_vocab_type(p.draft->vocab()) != llama_vocab_type(model_->vocab()) ||
+            p.draft->n_vocab() != model_->n_vocab()) {
+            throw std::invalid_argument("the draft model's vocabulary does not match the model's");
+        }
+        ContextParams dp = cp;
+        dctx_ = std::make_unique<Context>(p.draft, dp);
+        dbatch_ = std::make_unique<Batch>(static_cast<int32_t>(dctx_->n_batch()), 1);
+    }
     for (const auto & [path, scale] : p.lora) {
         lora_.push_back(std::make_shared<LoraAdapter>(model_, path));
         lora_paths_.push_back(path);
@@ -330,8 +312,7 @@ size_t Engine::restore_slot(int32_t id, const std::string & path) {
         if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
         Slot & s = *slots_[static_cast<size_t>(id)];
         if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
-        ctx_->seq_rm(id, -1, -1);
-        s.cache.clear();
+        drop_kv(s, 0);
         s.cache = ctx_->seq_state_load(path, id, static_cast<size_t>(n_ctx_slot_));
         publish();  // callers see the new state as soon as the call returns
         return s.cache.size();
@@ -343,8 +324,7 @@ void Engine::erase_slot(int32_t id) {
         if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
         Slot & s = *slots_[static_cast<size_t>(id)];
         if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
-        ctx_->seq_rm(id, -1, -1);
-        s.cache.clear();
+        drop_kv(s, 0);
         publish();
         return 0;
     });
@@ -370,8 +350,7 @@ void Engine::apply_lora(const std::vector<float> & scales) {
         // cached KV was computed with other adapter weights: it no longer matches
         for (auto & sl : slots_) {
             if (sl->state != Slot::State::Idle) continue;
-            ctx_->seq_rm(sl->id, -1, -1);
-            sl->cache.clear();
+            drop_kv(*sl, 0);
         }
     }
     lora_scales_now_ = scales;
@@ -433,6 +412,36 @@ void Engine::loop() {
     commands_.clear();
 }
 
+void Engine::drop_kv(Slot & s, size_t keep) {
+    ctx_->seq_rm(s.id, static_cast<llama_pos>(keep), -1);
+    if (s.cache.size() > keep) s.cache.resize(keep);
+    s.d_past = std::min(s.d_past, keep);
+}
+
+// --cache-reuse, as llama-server: past the common prefix, chunks of at least `min_chunk`
+// tokens that the cache holds further on are shifted into place instead of recomputed.
+// Returns how many leading prompt tokens the slot's KV now holds.
+size_t Engine::reuse_chunks(Slot & s, const std::vector<llama_token> & prompt, size_t n_past, size_t min_chunk) {
+    auto & cache = s.cache;
+    size_t head_c = n_past, head_p = n_past;
+    while (head_c < cache.size() && head_p < prompt.size()) {
+        size_t n = 0;
+        while (head_c + n < cache.size() && head_p + n < prompt.size() && cache[head_c + n] == prompt[head_p + n]) ++n;
+        if (n < min_chunk) {
+            ++head_c;
+            continue;
+        }
+        const auto shift = static_cast<llama_pos>(head_p) - static_cast<llama_pos>(head_c);
+        ctx_->seq_rm(s.id, static_cast<llama_pos>(head_p), static_cast<llama_pos>(head_c));
+        ctx_->seq_add(s.id, static_cast<llama_pos>(head_c), static_cast<llama_pos>(head_c + n), shift);
+        for (size_t i = 0; i < n; ++i) cache[head_p + i] = cache[head_c + i];
+        n_past += n;
+        head_c += n;
+        head_p += n;
+    }
+    return n_past;
+}
+
 void Engine::admit() {
     while (!queue_.empty()) {
         auto task = queue_.front();
@@ -484,10 +493,14 @@ void Engine::admit() {
             s.t_prompt_done = 0;
             ++index;
         };
-        size_t lcp = (completion && task->params.cache_prompt) ? common_prefix(primary->cache, prompt) : 0;
+        const bool cache = completion && task->params.cache_prompt;
+        size_t lcp = cache ? common_prefix(primary->cache, prompt) : 0;
+        primary->d_past = std::min(primary->d_past, lcp);
+        if (cache && task->params.n_cache_reuse > 0 && ctx_->can_shift()) {
+            lcp = reuse_chunks(*primary, prompt, lcp, static_cast<size_t>(task->params.n_cache_reuse));
+        }
         lcp = std::min(lcp, prompt.size() - 1);  // re-evaluate at least one token for its logits
-        ctx_->seq_rm(primary->id, static_cast<llama_pos>(lcp), -1);
-        primary->cache.resize(lcp);
+        drop_kv(*primary, lcp);
         primary->n_past = lcp;
         primary->n_cached = static_cast<int32_t>(lcp);
         primary->state = Slot::State::Prompt;
@@ -496,8 +509,7 @@ void Engine::admit() {
         for (Slot * s : idle) {
             if (index >= need) break;
             if (s == primary) continue;
-            ctx_->seq_rm(s->id, -1, -1);
-            s->cache.clear();
+            drop_kv(*s, 0);
             s->n_past = 0;
             s->n_cached = 0;
             s->state = Slot::State::Waiting;
@@ -508,6 +520,7 @@ void Engine::admit() {
 }
 
 bool Engine::step() {
+    if (dctx_) draft_all();
     batch_->clear();
     const auto n_batch = static_cast<int32_t>(ctx_->n_batch());
     int32_t busy = 0;
@@ -517,11 +530,17 @@ bool Engine::step() {
         s->fed = false;
     }
     // 1. one sampled token per generating slot: decoding never waits behind prompts
+    //    (with its draft tokens, if any, each with logits for verification)
     for (auto & s : slots_) {
         if (s->state != Slot::State::Generating) continue;
         batch_->add(s->sampled, static_cast<llama_pos>(s->n_past), {s->id}, true);
         s->i_batch = batch_->size() - 1;
         s->fed = true;
+        const auto room = static_cast<size_t>(std::max(0, n_batch - batch_->size()));
+        if (s->draft.size() > room) s->draft.resize(room);
+        for (size_t i = 0; i < s->draft.size(); ++i) {
+            batch_->add(s->draft[i], static_cast<llama_pos>(s->n_past + 1 + i), {s->id}, true);
+        }
         ++busy;
     }
     // 2. prompt chunks in arrival order, as much as the batch holds
@@ -606,6 +625,7 @@ bool Engine::step() {
             s->cache.push_back(s->sampled);
             s->n_past++;
             sample_slot(*s, s->i_batch);
+            if (!s->draft.empty()) verify_draft(*s);
         }
     }
     std::lock_guard<std::mutex> lk(pub_mu_);
@@ -699,6 +719,7 @@ void Engine::context_shift(Slot & s) {
     ctx_->seq_rm(s.id, n_keep, n_keep + n_discard);
     ctx_->seq_add(s.id, n_keep + n_discard, -1, -n_discard);
     s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
+    s.d_past = std::min(s.d_past, static_cast<size_t>(n_keep));
     s.n_past -= static_cast<size_t>(n_discard);
 }
 
@@ -727,8 +748,7 @@ void Engine::finish_embedding(Slot & s) {
     }
     const uint64_t id = s.task->id;
     // embedding KV is not worth caching: clear it so the slot starts clean
-    ctx_->seq_rm(s.id, -1, -1);
-    s.cache.clear();
+    drop_kv(s, 0);
     release(s);
     {
         std::lock_guard<std::mutex> lk(pub_mu_);
@@ -777,8 +797,7 @@ void Engine::fail_slot(Slot & s, const std::string & kind, const std::string & m
     // every slot of this task stops; its KV may be partial, so drop it
     for (auto & o : slots_) {
         if (o->task != task) continue;
-        ctx_->seq_rm(o->id, -1, -1);
-        o->cache.clear();
+        drop_kv(*o, 0);
         release(*o);
     }
     if (task->failed) return;

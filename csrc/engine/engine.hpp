@@ -53,6 +53,12 @@ struct EngineParams {
     bool context_shift = false;
     int32_t n_keep = 0;                // context shift: prompt tokens always kept
     std::vector<std::pair<std::string, float>> lora;  // adapters loaded at start, default scales
+    // speculative decoding with a draft model sharing the vocabulary (llama-server's
+    // --spec-draft-model, --spec-draft-n-max/-n-min/-p-min and their defaults)
+    std::shared_ptr<Model> draft;
+    int32_t spec_n_max = 3;
+    int32_t spec_n_min = 0;
+    float spec_p_min = 0.0f;
 };
 
 struct SlotInfo {
@@ -80,6 +86,9 @@ struct Metrics {
     int32_t n_deferred = 0;
     int32_t n_tokens_max = 0;  // largest n_past seen
     double kv_usage = 0;       // used cells / context size, from the slots' positions
+    uint64_t n_draft_tokens = 0;    // drafted tokens sent for verification
+    uint64_t n_draft_accepted = 0;  // of those, accepted by the target model
+    uint64_t n_draft_steps = 0;     // verification steps
 };
 
 class Engine {
@@ -133,6 +142,10 @@ private:
     void notify();
     void publish();
     void context_shift(Slot & slot);
+    void drop_kv(Slot & slot, size_t keep);  // forget the slot's KV from position `keep` on
+    size_t reuse_chunks(Slot & slot, const std::vector<llama_token> & prompt, size_t n_past, size_t min_chunk);
+    void draft_all();                // speculative: draft tokens for generating slots
+    void verify_draft(Slot & slot);  // after sampling the first row: accept matching drafts
     void apply_lora(const std::vector<float> & scales);
     void finish_embedding(Slot & slot);
     template <typename R>
@@ -141,6 +154,8 @@ private:
     std::shared_ptr<Model> model_;
     EngineParams params_;
     std::unique_ptr<Context> ctx_;
+    std::unique_ptr<Context> dctx_;  // draft model context (speculative decoding), or null
+    std::unique_ptr<Batch> dbatch_;
     int32_t n_ctx_slot_ = 0;
     bool embeddings_ = false;
     std::vector<std::shared_ptr<LoraAdapter>> lora_;

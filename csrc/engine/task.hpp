@@ -31,6 +31,8 @@ struct TaskParams {
     int32_t id_slot = -1;             // -1: the best idle slot
     int32_t embd_normalize = 2;       // embeddings: -1 none, 0 max-abs, 2 euclidean, p>2 p-norm
     std::vector<float> lora_scales;   // one per loaded adapter; empty: the engine's defaults
+    int32_t n_cache_reuse = 0;        // min chunk reused by KV shifting past the common prefix; 0: off
+    int32_t spec_n_max = -1;          // draft tokens per step; -1: the engine's, 0: no drafting
 };
 
 struct TokenProb {

@@ -1,0 +1,49 @@
+// The engine's per-task and per-slot state, shared by its loop-thread sources
+// (engine.cpp, speculative.cpp). Only the loop thread touches these.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/engine.hpp"
+
+namespace pyllama::engine {
+
+struct Engine::TaskState {
+    uint64_t id = 0;
+    TaskParams params;
+    std::vector<Sampler> chains;  // one per completion, built (and validated) at submit
+    int32_t finals_left = 1;
+    bool failed = false;
+    std::vector<float> lora;      // resolved adapter scales
+};
+
+struct Engine::Slot {
+    enum class State { Idle, Waiting, Prompt, Generating };
+    int32_t id = 0;
+    State state = State::Idle;
+    std::vector<llama_token> cache;  // tokens whose KV is in sequence `id`
+    std::shared_ptr<TaskState> task;
+    uint32_t index = 0;
+    Slot * parent = nullptr;  // n > 1: the slot evaluating the shared prompt
+    size_t n_past = 0;
+    int32_t n_cached = 0;
+    std::optional<Sampler> chain;
+    std::optional<TextStream> text;
+    int32_t n_decoded = 0;
+    llama_token sampled = -1;
+    int32_t i_batch = -1;   // output row in the current batch
+    int32_t chunk = 0;      // prompt tokens placed in the current batch
+    int32_t first_row = 0;  // first batch row of an embedding prompt
+    bool fed = false;       // its sampled token is in the current batch
+    // speculative decoding: the draft context holds cache[0, d_past) for this sequence
+    std::vector<llama_token> draft;  // drafted tokens placed after `sampled` in this step
+    size_t d_past = 0;
+    size_t d_end = 0;  // positions the draft context decoded up to in the last drafting
+    int64_t t_start = 0, t_prompt_done = 0, t_last_used = 0;
+
+    const std::vector<llama_token> & prompt() const { return task->params.prompt; }
+};
+
+}  // namespace pyllama::engine

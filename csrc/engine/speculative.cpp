@@ -1,0 +1,150 @@
+// Speculative decoding with a draft model (llama-server's draft-simple).
+//
+// The draft context has one sequence per slot, at the same positions as the target's.
+// Before each step, every generating slot that may draft feeds the draft what it has not
+// seen yet (cache tail + the sampled token), then all such slots draft greedily together,
+// one draft decode per position. The target verifies the drafts in the same batch as the
+// other slots' tokens; verify_draft accepts the longest run the slot's own sampler agrees
+// with, so the output is what plain decoding with that sampler would produce.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/engine.hpp"
+#include "engine/slot.hpp"
+
+namespace pyllama::engine {
+
+namespace {
+
+// Greedy pick with the confidence llama-server's draft sampler reports: the top token's
+// probability among the 10 most likely (a top-k 10 softmax).
+llama_token pick(const float * logits, int32_t n_vocab, float & p_top) {
+    constexpr int32_t k = 10;
+    float top[k];
+    int32_t n = 0;
+    llama_token best = 0;
+    for (int32_t i = 0; i < n_vocab; ++i) {
+        const float l = logits[i];
+        if (n < k) {
+            top[n++] = l;
+            std::push_heap(top, top + n, std::greater<float>());
+        } else if (l > top[0]) {
+            std::pop_heap(top, top + n, std::greater<float>());
+            top[n - 1] = l;
+            std::push_heap(top, top + n, std::greater<float>());
+        }
+        if (l > logits[best]) best = i;
+    }
+    const float mx = logits[best];
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(top[i] - mx));
+    p_top = static_cast<float>(1.0 / sum);
+    return best;
+}
+
+}  // namespace
+
+void Engine::draft_all() {
+    const auto n_vocab = static_cast<int32_t>(cur_.size());
+    const auto n_batch = static_cast<int32_t>(dctx_->n_batch());
+    std::vector<Slot *> drafting;
+    std::vector<int32_t> cap;
+    for (auto & s : slots_) {
+        s->draft.clear();
+        if (s->state != Slot::State::Generating) continue;
+        const TaskParams & tp = s->task->params;
+        int32_t n = tp.spec_n_max >= 0 ? tp.spec_n_max : params_.spec_n_max;
+        // room: sampled + drafts must stay inside the slot's context, and drafting past
+        // n_predict is wasted work
+        n = std::min(n, n_ctx_slot_ - static_cast<int32_t>(s->n_past) - 2);
+        if (tp.n_predict > 0) n = std::min(n, tp.n_predict - s->n_decoded - 1);
+        if (n <= 0 || n < params_.spec_n_min) continue;
+        drafting.push_back(s.get());
+        cap.push_back(n);
+    }
+    if (drafting.empty()) return;
+
+    // 1. catch up: cache[d_past:] + sampled; the sampled token's row gives the first draft
+    std::vector<size_t> fed(drafting.size());
+    std::vector<bool> live(drafting.size(), true);
+    for (size_t i = 0; i < drafting.size(); ++i) {
+        Slot & s = *drafting[i];
+        dctx_->seq_rm(s.id, static_cast<llama_pos>(s.d_past), -1);
+        fed[i] = s.d_past;
+    }
+    auto take = [&](size_t i, int32_t row) {
+        Slot & s = *drafting[i];
+        float p = 0.0f;
+        const llama_token t = pick(dctx_->logits_ith(row), n_vocab, p);
+        if (p < params_.spec_p_min) {
+            live[i] = false;
+            return;
+        }
+        s.draft.push_back(t);
+        if (static_cast<int32_t>(s.draft.size()) >= cap[i]) live[i] = false;
+    };
+    bool pending = true;
+    while (pending) {
+        pending = false;
+        dbatch_->clear();
+        std::vector<std::pair<size_t, int32_t>> rows;
+        for (size_t i = 0; i < drafting.size(); ++i) {
+            Slot & s = *drafting[i];
+            const size_t total = s.cache.size() + 1;
+            while (fed[i] < total && dbatch_->size() < n_batch) {
+                const llama_token t = fed[i] < s.cache.size() ? s.cache[fed[i]] : s.sampled;
+                const bool last = fed[i] + 1 == total;
+                dbatch_->add(t, static_cast<llama_pos>(fed[i]), {s.id}, last);
+                if (last) rows.emplace_back(i, dbatch_->size() - 1);
+                ++fed[i];
+            }
+            pending = pending || fed[i] < total;
+        }
+        dctx_->decode(*dbatch_);
+        for (auto [i, row] : rows) take(i, row);
+    }
+    for (size_t i = 0; i < drafting.size(); ++i) drafting[i]->d_end = drafting[i]->cache.size() + 1;
+
+    // 2. one draft decode per further position, all drafting slots together
+    while (true) {
+        dbatch_->clear();
+        std::vector<std::pair<size_t, int32_t>> rows;
+        for (size_t i = 0; i < drafting.size(); ++i) {
+            if (!live[i]) continue;
+            Slot & s = *drafting[i];
+            dbatch_->add(s.draft.back(), static_cast<llama_pos>(s.d_end), {s.id}, true);
+            ++s.d_end;
+            rows.emplace_back(i, dbatch_->size() - 1);
+        }
+        if (rows.empty()) break;
+        dctx_->decode(*dbatch_);
+        for (auto [i, row] : rows) take(i, row);
+    }
+    for (Slot * s : drafting) {
+        if (static_cast<int32_t>(s->draft.size()) < params_.spec_n_min) s->draft.clear();
+    }
+}
+
+// Called right after the slot sampled from its first row (the token after `sampled`).
+// Each draft token the sampler reproduces is accepted and the next row sampled.
+void Engine::verify_draft(Slot & s) {
+    const std::vector<llama_token> draft = std::move(s.draft);
+    s.draft.clear();
+    const int32_t row0 = s.i_batch;
+    size_t accepted = 0;
+    while (s.task && accepted < draft.size() && s.sampled == draft[accepted]) {
+        s.cache.push_back(draft[accepted]);
+        s.n_past++;
+        ++accepted;
+        sample_slot(s, row0 + static_cast<int32_t>(accepted));
+    }
+    // the target's KV beyond what was accepted holds rejected drafts
+    ctx_->seq_rm(s.id, static_cast<llama_pos>(s.cache.size()), -1);
+    s.d_past = std::min(s.d_end, s.cache.size());
+    std::lock_guard<std::mutex> lk(pub_mu_);
+    metrics_.n_draft_tokens += draft.size();
+    metrics_.n_draft_accepted += accepted;
+    metrics_.n_draft_steps++;
+}
+
+}  // namespace pyllama::engine
