@@ -444,9 +444,13 @@ def test_speculative_decoding_keeps_the_output(model):
     try:
 
         async def go():
-            streams = ae.submit_many([task(model, p, n=40, cache_prompt=False) for p in prompts[:2]])
+            streams = ae.submit_many(
+                [task(model, p, n=40, cache_prompt=False) for p in prompts[:2]]
+            )
             res = await asyncio.gather(*[ae.collect(s) for s in streams])
-            res += [await ae.complete(task(model, p, n=40, cache_prompt=False)) for p in prompts[2:]]
+            res += [
+                await ae.complete(task(model, p, n=40, cache_prompt=False)) for p in prompts[2:]
+            ]
             return res
 
         res = run(go())
