@@ -651,6 +651,12 @@ class TaskParams:
     def lora_scales(self, arg0: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
         ...
     @property
+    def n_cache_reuse(self) -> int:
+        ...
+    @n_cache_reuse.setter
+    def n_cache_reuse(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def n_cmpl(self) -> int:
         ...
     @n_cmpl.setter
@@ -673,6 +679,12 @@ class TaskParams:
         ...
     @prompt.setter
     def prompt(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def spec_n_max(self) -> int:
+        ...
+    @spec_n_max.setter
+    def spec_n_max(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def stop(self) -> list[str]:
@@ -752,7 +764,7 @@ class Engine:
     """
     Continuous batching over n_parallel slots on a C++ thread.
     """
-    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
         ...
     def cancel(self, task_id: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
@@ -774,6 +786,10 @@ class Engine:
         ...
     def submit(self, params: TaskParams) -> int:
         ...
+    def submit_many(self, params: collections.abc.Sequence[TaskParams]) -> list[int]:
+        """
+        Submit tasks together: all or none admitted; their prompts share the first batch.
+        """
     def take_ready(self) -> list[tuple[int, list[Event]]]:
         """
         Drain events of every task that has some: [(task_id, [Event])].

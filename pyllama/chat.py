@@ -18,10 +18,16 @@ import jinja2
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-__all__ = ["ChatTemplate", "ChatTemplateError", "validate_messages"]
+__all__ = ["CHATML", "ChatTemplate", "ChatTemplateError", "tokenize_chat", "validate_messages"]
 
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024  # characters a single render may produce
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+# ChatML: the fallback when a model carries no template (as llama-server's default)
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 
 class ChatTemplateError(ValueError):
@@ -172,3 +178,29 @@ def _join_text_parts(parts: list[Any], i: int) -> str:
             )
         texts.append(p["text"])
     return "".join(texts)
+
+
+def tokenize_chat(model: Any, messages: Sequence[Mapping[str, Any]], prompt: str) -> list[int]:
+    """Tokenize a rendered chat prompt as llama-server does (BOS if the model wants it,
+    special tokens parsed), except that special-token text typed inside a message (a
+    user writing '<|im_end|>') stays text: such contents are tokenized on their own
+    without special parsing."""
+    contents = [
+        m["content"] for m in messages if isinstance(m.get("content"), str) and m["content"]
+    ]
+    risky = [
+        c for c in contents if model.tokenize(c, False, True) != model.tokenize(c, False, False)
+    ]
+    if not risky:
+        return model.tokenize(prompt, True, True)
+    tokens: list[int] = [model.token_bos] if model.add_bos else []
+    pos = 0
+    for c in risky:
+        i = prompt.find(c, pos)
+        if i < 0:
+            continue  # the template rewrote this content; its specials were not from the user
+        tokens += model.tokenize(prompt[pos:i], False, True)
+        tokens += model.tokenize(c, False, False)
+        pos = i + len(c)
+    tokens += model.tokenize(prompt[pos:], False, True)
+    return tokens

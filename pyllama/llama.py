@@ -16,7 +16,7 @@ from typing import Any, Union
 import numpy as np
 
 from pyllama import _core
-from pyllama.chat import ChatTemplate, validate_messages
+from pyllama.chat import CHATML, ChatTemplate, tokenize_chat, validate_messages
 from pyllama.engine import default_threads
 from pyllama.sampling import grammar_for_response_format, make_sampling_params
 
@@ -24,11 +24,6 @@ __all__ = ["Llama"]
 
 Prompt = Union[str, Sequence[int]]
 
-# ChatML: the fallback when a model carries no template (as llama-server's default)
-CHATML = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
-    " + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 
@@ -349,30 +344,7 @@ class Llama:
         )
 
     def _chat_tokens(self, messages: list[dict[str, Any]], prompt: str) -> list[int]:
-        """Tokenize a rendered chat prompt. Special-token text typed inside a message (a
-        user writing '<|im_end|>') stays text: such contents are tokenized on their own
-        without special parsing. Other prompts tokenize exactly as llama-server does."""
-        contents = [
-            m["content"] for m in messages if isinstance(m.get("content"), str) and m["content"]
-        ]
-        risky = [
-            c
-            for c in contents
-            if self.model.tokenize(c, False, True) != self.model.tokenize(c, False, False)
-        ]
-        if not risky:
-            return self._prompt_tokens(prompt)
-        tokens: list[int] = [self.model.token_bos] if self.model.add_bos else []
-        pos = 0
-        for c in risky:
-            i = prompt.find(c, pos)
-            if i < 0:
-                continue  # the template rewrote this content; its specials were not from the user
-            tokens += self.model.tokenize(prompt[pos:i], False, True)
-            tokens += self.model.tokenize(c, False, False)
-            pos = i + len(c)
-        tokens += self.model.tokenize(prompt[pos:], False, True)
-        return self._prompt_tokens(tokens)
+        return self._prompt_tokens(tokenize_chat(self.model, messages, prompt))
 
     def create_chat_completion(
         self,

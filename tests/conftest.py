@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,3 +65,56 @@ class Ticker:
 @pytest.fixture
 def ticker() -> Ticker:
     return Ticker()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_server(*args: str, timeout: float = 120.0) -> Iterator[str]:
+    """A real ``pyllama-server`` process (``python -m pyllama.server ARGS``) on a free
+    port; yields its base URL once /health answers 200."""
+    import httpx
+
+    port = _free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this frame, closed below
+    cmd = [sys.executable, "-m", "pyllama.server", "--port", str(port), *args]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(
+                    f"server exited {proc.returncode}:\n{log.read().decode()[-4000:]}"
+                )
+            try:
+                if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("pyllama-server did not become healthy")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def server(smollm_path: str) -> Iterator[str]:
+    """pyllama-server on SmolLM2 with 4 slots, metrics on (shared by the server tests)."""
+    with running_server("-m", smollm_path, "-t", "2", "-c", "8192", "-np", "4", "--metrics") as url:
+        yield url

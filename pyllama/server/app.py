@@ -1,0 +1,106 @@
+"""``create_app(settings)``: the Starlette application, and ``serve`` for the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from pyllama.server import native, openai
+from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
+from pyllama.server.errors import APIError, error_response
+from pyllama.server.settings import Settings
+from pyllama.server.state import ServerState
+
+__all__ = ["create_app", "serve"]
+
+log = logging.getLogger("pyllama.server")
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return error_response(exc.status, exc.message, exc.type, **exc.extra)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = "File Not Found" if exc.status_code == 404 else str(exc.detail)
+    return error_response(exc.status_code, message)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s", request.url.path)
+    return error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+def create_app(settings: Settings | None = None, state: ServerState | None = None) -> Starlette:
+    """A Starlette app serving llama-server's API. The lifespan loads the model (in the
+    background, /health says 503 until it is ready) and stops the engine at shutdown."""
+    settings = settings or (state.settings if state else Settings())
+    state = state or ServerState(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    routes = [
+        Route(path, fn, methods=methods) for path, fn, methods in native.ROUTES + openai.ROUTES
+    ]
+    middleware = [Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)]
+    if settings.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_origins,
+                allow_methods=["*"],
+                allow_headers=["*"],
+            )
+        )
+    if settings.api_keys:
+        middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={
+            APIError: _api_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+    )
+    app.state.pyllama = state
+    return app
+
+
+def serve(settings: Settings) -> int:
+    import uvicorn
+
+    from pyllama import _core
+
+    _core.set_log_level(1 if settings.verbose else 3)  # ggml levels: debug 1 ... error 4
+    app = create_app(settings)
+    config: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "info" if settings.verbose else "warning",
+        "timeout_keep_alive": 30,
+    }
+    if settings.ssl_key_file or settings.ssl_cert_file:
+        config["ssl_keyfile"] = settings.ssl_key_file
+        config["ssl_certfile"] = settings.ssl_cert_file
+    print(f"pyllama-server: listening on http://{settings.host}:{settings.port}", flush=True)
+    uvicorn.run(app, **config)
+    return 0

@@ -1,0 +1,331 @@
+"""``pyllama-server``: llama-server's flags (and LLAMA_ARG_* variables) for what pyllama
+implements. An unknown flag is an error that names it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyllama.server.settings import Settings
+
+__all__ = ["main", "parse_args"]
+
+_BOOL_TRUE = {"1", "true", "on", "yes", "enabled"}
+_BOOL_FALSE = {"0", "false", "off", "no", "disabled"}
+
+
+def _env_bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in _BOOL_TRUE:
+        return True
+    if v in _BOOL_FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got '{value}'")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"pyllama-server: error: {message}\n(see pyllama-server --help)\n")
+
+
+def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
+    p = _Parser(
+        prog="pyllama-server",
+        description="llama-server's REST API (OpenAI, native, Anthropic, Ollama) from Python.",
+        allow_abbrev=False,
+    )
+    envs: dict[str, tuple[str, Any]] = {}  # dest -> (environment variable, converter)
+
+    def flag(*names: str, env: str | None = None, conv: Any = None, **kw: Any) -> None:
+        action = p.add_argument(*names, **kw)
+        if env:
+            envs[action.dest] = (env, conv or kw.get("type") or str)
+
+    def switch(
+        on: Sequence[str], off: Sequence[str], dest: str, env: str | None, help: str
+    ) -> None:
+        flag(*on, dest=dest, action="store_true", default=None, env=env, conv=_env_bool, help=help)
+        p.add_argument(*off, dest=dest, action="store_false", help=argparse.SUPPRESS)
+
+    flag("-m", "--model", env="LLAMA_ARG_MODEL", help="GGUF model path (default: the demo model)")
+    flag("-a", "--alias", env="LLAMA_ARG_ALIAS", help="model name(s) for the API, comma-separated")
+    flag(
+        "--offline",
+        action="store_true",
+        env="LLAMA_OFFLINE",
+        conv=_env_bool,
+        help="never download (the demo model must already be cached)",
+    )
+    flag("--host", default="127.0.0.1", env="LLAMA_ARG_HOST")
+    flag("--port", type=int, default=8080, env="LLAMA_ARG_PORT")
+    flag("-c", "--ctx-size", dest="n_ctx", type=int, default=0, env="LLAMA_ARG_CTX_SIZE")
+    flag("-np", "--parallel", dest="n_parallel", type=int, default=-1, env="LLAMA_ARG_N_PARALLEL")
+    flag("-b", "--batch-size", dest="n_batch", type=int, default=2048, env="LLAMA_ARG_BATCH")
+    flag("-ub", "--ubatch-size", dest="n_ubatch", type=int, default=512, env="LLAMA_ARG_UBATCH")
+    flag("-t", "--threads", dest="n_threads", type=int, default=-1, env="LLAMA_ARG_THREADS")
+    flag("-tb", "--threads-batch", dest="n_threads_batch", type=int, default=-1)
+    flag(
+        "-ngl",
+        "--gpu-layers",
+        "--n-gpu-layers",
+        dest="n_gpu_layers",
+        default="auto",
+        env="LLAMA_ARG_N_GPU_LAYERS",
+    )
+    flag(
+        "-n",
+        "--predict",
+        "--n-predict",
+        dest="n_predict",
+        type=int,
+        default=-1,
+        env="LLAMA_ARG_N_PREDICT",
+    )
+    flag(
+        "--temp",
+        "--temperature",
+        dest="temperature",
+        type=float,
+        default=0.8,
+        env="LLAMA_ARG_TEMPERATURE",
+    )
+    flag("-s", "--seed", type=int, default=-1)
+    flag("-ctk", "--cache-type-k", dest="cache_type_k", default="f16", env="LLAMA_ARG_CACHE_TYPE_K")
+    flag("-ctv", "--cache-type-v", dest="cache_type_v", default="f16", env="LLAMA_ARG_CACHE_TYPE_V")
+    flag(
+        "-fa",
+        "--flash-attn",
+        dest="flash_attn",
+        default="auto",
+        choices=["on", "off", "auto"],
+        env="LLAMA_ARG_FLASH_ATTN",
+    )
+    switch(
+        ["-kvu", "--kv-unified"],
+        ["-no-kvu", "--no-kv-unified"],
+        "kv_unified",
+        "LLAMA_ARG_KV_UNIFIED",
+        "one KV buffer shared by all slots",
+    )
+    flag(
+        "--embedding",
+        "--embeddings",
+        dest="embeddings",
+        action="store_true",
+        env="LLAMA_ARG_EMBEDDINGS",
+        conv=_env_bool,
+    )
+    flag(
+        "--reranking",
+        "--rerank",
+        dest="reranking",
+        action="store_true",
+        env="LLAMA_ARG_RERANKING",
+        conv=_env_bool,
+    )
+    flag("--pooling", choices=["none", "mean", "cls", "last", "rank"], env="LLAMA_ARG_POOLING")
+    flag("--metrics", action="store_true", env="LLAMA_ARG_ENDPOINT_METRICS", conv=_env_bool)
+    switch(
+        ["--slots"],
+        ["--no-slots"],
+        "slots",
+        "LLAMA_ARG_ENDPOINT_SLOTS",
+        "expose GET /slots (default: on)",
+    )
+    flag("--props", action="store_true", env="LLAMA_ARG_ENDPOINT_PROPS", conv=_env_bool)
+    flag("--slot-save-path")
+    flag("--api-key", env="LLAMA_API_KEY", help="comma-separated keys")
+    flag("--api-key-file", env="LLAMA_ARG_API_KEY_FILE")
+    flag("--ssl-key-file", env="LLAMA_ARG_SSL_KEY_FILE")
+    flag("--ssl-cert-file", env="LLAMA_ARG_SSL_CERT_FILE")
+    flag("--chat-template", env="LLAMA_ARG_CHAT_TEMPLATE")
+    flag("--chat-template-file", env="LLAMA_ARG_CHAT_TEMPLATE_FILE")
+    flag("--chat-template-kwargs", env="LLAMA_ARG_CHAT_TEMPLATE_KWARGS")
+    switch(
+        ["--jinja"],
+        ["--no-jinja"],
+        "jinja",
+        "LLAMA_ARG_JINJA",
+        "jinja chat templates (default: on)",
+    )
+    flag(
+        "--reasoning-format",
+        default="auto",
+        choices=["none", "deepseek", "deepseek-legacy", "auto"],
+        env="LLAMA_ARG_THINK",
+    )
+    flag("--lora", action="append", default=[], help="LoRA adapter path(s), comma-separated")
+    flag("--lora-scaled", action="append", default=[], help="FNAME:SCALE,...")
+    flag("--lora-init-without-apply", action="store_true")
+    switch(
+        ["--context-shift"],
+        ["--no-context-shift"],
+        "context_shift",
+        "LLAMA_ARG_CONTEXT_SHIFT",
+        "shift the context when generation fills it (default: off)",
+    )
+    flag("--keep", dest="n_keep", type=int, default=0)
+    flag("--cache-reuse", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE")
+    flag("-sps", "--slot-prompt-similarity", type=float, default=0.1)
+    flag(
+        "-md",
+        "--model-draft",
+        "--spec-draft-model",
+        dest="model_draft",
+        env="LLAMA_ARG_SPEC_DRAFT_MODEL",
+    )
+    flag("--spec-draft-n-max", type=int, default=3, env="LLAMA_ARG_SPEC_DRAFT_N_MAX")
+    flag("--spec-draft-n-min", type=int, default=0, env="LLAMA_ARG_SPEC_DRAFT_N_MIN")
+    flag(
+        "--spec-draft-p-min",
+        "--draft-p-min",
+        type=float,
+        default=0.0,
+        env="LLAMA_ARG_SPEC_DRAFT_P_MIN",
+    )
+    switch(
+        ["-cb", "--cont-batching"],
+        ["-nocb", "--no-cont-batching"],
+        "cont_batching",
+        "LLAMA_ARG_CONT_BATCHING",
+        "continuous batching (always on in pyllama)",
+    )
+    flag("--cors-origins", help="comma-separated origins allowed by CORS (default: none)")
+    switch(
+        ["--webui"],
+        ["--no-webui", "--no-ui"],
+        "webui",
+        "LLAMA_ARG_WEBUI",
+        "pyllama has no web UI; accepted for compatibility",
+    )
+    flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
+    flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
+    flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
+    flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
+    return p, envs
+
+
+def _split(values: Sequence[str] | str | None) -> list[str]:
+    if not values:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def parse_args(
+    argv: Sequence[str] | None = None, environ: dict[str, str] | None = None
+) -> Settings:
+    """Flags override LLAMA_ARG_* variables, which override the defaults."""
+    parser, envs = _build()
+    environ = dict(os.environ if environ is None else environ)
+    defaults = {}
+    for dest, (var, conv) in envs.items():
+        if var in environ:
+            try:
+                defaults[dest] = conv(environ[var])
+            except (ValueError, argparse.ArgumentTypeError) as e:
+                parser.error(f"environment variable {var}: {e}")
+    parser.set_defaults(**defaults)
+    a = parser.parse_args(argv)
+
+    keys = _split(a.api_key)
+    if a.api_key_file:
+        for line in Path(a.api_key_file).read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                keys.append(line)
+    template = a.chat_template
+    if a.chat_template_file:
+        template = Path(a.chat_template_file).read_text()
+    kwargs: dict[str, object] = {}
+    if a.chat_template_kwargs:
+        import json
+
+        try:
+            kwargs = json.loads(a.chat_template_kwargs)
+        except ValueError as e:
+            parser.error(f"--chat-template-kwargs is not JSON: {e}")
+        if not isinstance(kwargs, dict):
+            parser.error("--chat-template-kwargs must be a JSON object")
+    lora = [(path, 0.0 if a.lora_init_without_apply else 1.0) for path in _split(a.lora)]
+    for item in _split(a.lora_scaled):
+        path, sep, scale = item.rpartition(":")
+        if not sep:
+            parser.error(f"--lora-scaled expects FNAME:SCALE, got '{item}'")
+        try:
+            lora.append((path, 0.0 if a.lora_init_without_apply else float(scale)))
+        except ValueError:
+            parser.error(f"--lora-scaled: '{scale}' is not a number")
+    for name in ("n_ubatch", "n_batch"):
+        if getattr(a, name) < 1:
+            parser.error(f"--{name[2:]}-size must be >= 1")
+    if a.n_keep < -1:
+        parser.error("--keep must be >= -1")
+    if a.cache_reuse < 0:
+        parser.error("--cache-reuse must be >= 0")
+    if a.n_parallel == 0 or a.n_parallel < -1:
+        parser.error("--parallel must be >= 1 (or -1 for auto)")
+    return Settings(
+        model=a.model,
+        alias=_split(a.alias),
+        offline=bool(a.offline),
+        host=a.host,
+        port=a.port,
+        n_ctx=a.n_ctx,
+        n_parallel=a.n_parallel,
+        n_batch=a.n_batch,
+        n_ubatch=a.n_ubatch,
+        n_threads=a.n_threads,
+        n_threads_batch=a.n_threads_batch,
+        n_gpu_layers=str(a.n_gpu_layers),
+        n_predict=a.n_predict,
+        temperature=a.temperature,
+        seed=a.seed,
+        cache_type_k=a.cache_type_k,
+        cache_type_v=a.cache_type_v,
+        flash_attn=a.flash_attn,
+        kv_unified=a.kv_unified,
+        embeddings=bool(a.embeddings),
+        reranking=bool(a.reranking),
+        pooling=a.pooling,
+        metrics=bool(a.metrics),
+        slots=a.slots is not False,
+        props=bool(a.props),
+        slot_save_path=a.slot_save_path,
+        api_keys=keys,
+        ssl_key_file=a.ssl_key_file,
+        ssl_cert_file=a.ssl_cert_file,
+        chat_template=template,
+        jinja=a.jinja is not False,
+        reasoning_format=a.reasoning_format,
+        chat_template_kwargs=kwargs,
+        lora=lora,
+        lora_init_without_apply=bool(a.lora_init_without_apply),
+        context_shift=bool(a.context_shift),
+        n_keep=a.n_keep,
+        cache_reuse=a.cache_reuse,
+        slot_prompt_similarity=a.slot_prompt_similarity,
+        model_draft=a.model_draft,
+        spec_draft_n_max=a.spec_draft_n_max,
+        spec_draft_n_min=a.spec_draft_n_min,
+        spec_draft_p_min=a.spec_draft_p_min,
+        max_queue=a.max_queue,
+        max_body_bytes=a.max_body_bytes,
+        cors_origins=_split(a.cors_origins),
+        webui=bool(a.webui),
+        verbose=bool(a.verbose),
+        timeout_s=a.timeout_s,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings = parse_args(argv)
+    from pyllama.server.app import serve
+
+    return serve(settings)

@@ -1,0 +1,51 @@
+"""llama-server's error envelope: ``{"error": {"code", "message", "type"}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+__all__ = ["TYPES", "APIError", "error_body", "error_response"]
+
+# HTTP status -> llama-server error type
+TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    500: "server_error",
+    501: "not_supported_error",
+    503: "unavailable_error",
+}
+
+
+class APIError(Exception):
+    """Raised anywhere in a handler; the app turns it into the envelope."""
+
+    def __init__(self, status: int, message: str, type_: str | None = None, **extra: Any):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type_ or TYPES.get(status, "server_error")
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.status, self.message, self.type, **self.extra)
+
+
+def error_body(status: int, message: str, type_: str | None = None, **extra: Any) -> dict[str, Any]:
+    err = {"code": status, "message": message, "type": type_ or TYPES.get(status, "server_error")}
+    err.update(extra)
+    return {"error": err}
+
+
+def error_response(status: int, message: str, type_: str | None = None, **extra: Any) -> Response:
+    return Response(
+        orjson.dumps(error_body(status, message, type_, **extra)),
+        status_code=status,
+        media_type="application/json",
+    )

@@ -1,0 +1,66 @@
+"""Request bodies in, JSON and SSE out: orjson everywhere, pydantic for validation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from pyllama.server.errors import APIError
+
+__all__ = ["json_response", "parse", "sse", "sse_response"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+
+
+def _describe(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"]) or "body"
+        parts.append(f"'{loc}': {err['msg']}")
+    return "invalid request: " + "; ".join(parts)
+
+
+async def parse(request: Request, model: type[M]) -> M:
+    """The JSON body validated into ``model``; 400 with the field at fault otherwise."""
+    body = await request.body()
+    try:
+        data = orjson.loads(body) if body else {}
+    except orjson.JSONDecodeError as e:
+        raise APIError(400, f"the body is not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise APIError(400, "the body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise APIError(400, _describe(e)) from e
+
+
+def sse(data: Any) -> bytes:
+    return b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+def sse_response(chunks: AsyncIterator[bytes]) -> StreamingResponse:
+    """Starlette cancels ``chunks`` when the client goes away; its ``finally`` blocks
+    close the task streams, which cancels the engine tasks and frees their slots."""
+
+    async def guarded() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except APIError as e:  # after the first byte: the error travels as an event
+            yield sse(e.body())
+
+    return StreamingResponse(
+        guarded(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

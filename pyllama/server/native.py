@@ -1,0 +1,375 @@
+"""llama-server's own endpoints: /completion, /tokenize, /detokenize, /apply-template,
+/props, /health, /slots, /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pyllama.chat import ChatTemplateError, validate_messages
+from pyllama.server import generation as gen
+from pyllama.server.errors import APIError
+from pyllama.server.http import json_response, parse, sse, sse_response
+from pyllama.server.schemas import (
+    AnyObject,
+    CompletionRequest,
+    DetokenizeRequest,
+    TemplateRequest,
+    TokenizeRequest,
+)
+from pyllama.server.state import ServerState
+
+__all__ = ["ROUTES"]
+
+
+def _state(request: Request) -> ServerState:
+    return request.app.state.pyllama
+
+
+def generation_settings(state: ServerState, req: Any = None) -> dict[str, Any]:
+    s = state.settings
+    return {
+        "n_predict": s.n_predict,
+        "temperature": s.temperature if req is None or req.temperature is None else req.temperature,
+        "seed": s.seed,
+        "n_ctx": state.n_ctx_slot,
+        "speculative.n_max": s.spec_draft_n_max,
+        "speculative.n_min": s.spec_draft_n_min,
+        "speculative.p_min": s.spec_draft_p_min,
+    }
+
+
+def native_final(
+    state: ServerState, r: gen.Result, n_prompt: int, req: CompletionRequest, streamed: bool
+) -> dict[str, Any]:
+    f = r.final
+    assert f is not None
+    out: dict[str, Any] = {
+        "index": r.index,
+        "content": "" if streamed else r.content,
+        "tokens": [] if streamed else (r.tokens if req.return_tokens else []),
+        "id_slot": req.id_slot,
+        "stop": True,
+        "model": state.model_name,
+        "tokens_predicted": f.n_predicted,
+        "tokens_evaluated": n_prompt,
+        "generation_settings": generation_settings(state, req),
+        "prompt": "",
+        "has_new_line": "\n" in r.content,
+        "truncated": False,
+        "stop_type": gen.stop_type(f),
+        "stopping_word": f.stopping_word,
+        "tokens_cached": n_prompt + f.n_predicted,
+        "timings": gen.timings(f),
+    }
+    if not streamed and req.n_probs:
+        out["completion_probabilities"] = [
+            gen.token_probs(state, ev, req.post_sampling_probs) for ev in r.probs
+        ]
+    if req.response_fields:
+        out = _pick(out, req.response_fields)
+    return out
+
+
+def _pick(obj: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """response_fields: keep the named (possibly nested, a/b) fields, flattened by name."""
+    out: dict[str, Any] = {}
+    for name in fields:
+        cur: Any = obj
+        for part in name.split("/"):
+            if not isinstance(cur, dict) or part not in cur:
+                cur = None
+                break
+            cur = cur[part]
+        if cur is not None:
+            out[name] = cur
+    return out
+
+
+async def completion(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, CompletionRequest)
+    model, _ = state.require()
+    prompts = gen.tokenize_prompts(model, req.prompt)
+    n_predict = req.n_predict if req.n_predict is not None else req.max_tokens
+    opts = gen.Options(
+        n_predict=-1 if n_predict is None else n_predict,
+        n_cmpl=req.n_cmpl,
+        n_probs=req.n_probs or 0,
+        stop=gen._stops(req.stop),
+    )
+    streams = gen.submit(state, gen.make_tasks(state, prompts, req, opts))
+    if req.stream:
+        return sse_response(_stream(state, streams, prompts, req))
+    results = await gen.collect(streams, req.n_cmpl, request.receive)
+    out = [
+        native_final(state, r, len(prompts[i // req.n_cmpl]), req, False)
+        for i, r in enumerate(results)
+    ]
+    for i, o in enumerate(out):
+        if "index" in o:
+            o["index"] = i
+    return json_response(out[0] if len(out) == 1 else out)
+
+
+async def _stream(
+    state: ServerState, streams: list[Any], prompts: list[list[int]], req: CompletionRequest
+) -> AsyncIterator[bytes]:
+    n_pred: dict[tuple[int, int], int] = {}
+    async for i, ev in gen.merged(streams):
+        index = i * req.n_cmpl + ev.index
+        if ev.type == "token":
+            key = (i, ev.index)
+            n_pred[key] = n_pred.get(key, 0) + (1 if ev.token >= 0 else 0)
+            chunk: dict[str, Any] = {
+                "index": index,
+                "content": ev.text.decode("utf-8", errors="replace"),
+                "tokens": [ev.token] if ev.token >= 0 and req.return_tokens else [],
+                "stop": False,
+                "id_slot": req.id_slot,
+                "tokens_predicted": n_pred[key],
+                "tokens_evaluated": len(prompts[i]),
+            }
+            if req.n_probs and ev.token >= 0:
+                chunk["completion_probabilities"] = [
+                    gen.token_probs(state, ev, req.post_sampling_probs)
+                ]
+            yield sse(chunk)
+        else:
+            r = gen.Result(index, final=ev)
+            yield sse(native_final(state, r, len(prompts[i]), req, True))
+
+
+async def tokenize(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, TokenizeRequest)
+    model, _ = state.require()
+    tokens = model.tokenize(req.content, req.add_special, req.parse_special)
+    if not req.with_pieces:
+        return json_response({"tokens": tokens})
+    out = []
+    for t in tokens:
+        piece = model.token_to_piece(t, special=True)
+        try:
+            out.append({"id": t, "piece": piece.decode("utf-8")})
+        except UnicodeDecodeError:  # a partial character: its bytes, as llama-server
+            out.append({"id": t, "piece": list(piece)})
+    return json_response({"tokens": out})
+
+
+async def detokenize(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, DetokenizeRequest)
+    model, _ = state.require()
+    for t in req.tokens:
+        if not 0 <= t < model.n_vocab:
+            raise APIError(400, f"token id {t} is out of range [0, {model.n_vocab})")
+    text = model.detokenize(req.tokens, False, True).decode("utf-8", errors="replace")
+    return json_response({"content": text})
+
+
+def render_chat(
+    state: ServerState,
+    messages: Any,
+    tools: Any = None,
+    add_generation_prompt: bool = True,
+    kwargs: dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], str]:
+    assert state.template is not None
+    try:
+        msgs = validate_messages(messages)
+        extra = {**state.settings.chat_template_kwargs, **(kwargs or {})}
+        return msgs, state.template.render(
+            msgs, add_generation_prompt=add_generation_prompt, tools=tools, **extra
+        )
+    except ChatTemplateError as e:
+        raise APIError(400, str(e)) from e
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
+
+
+async def apply_template(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, TemplateRequest)
+    state.require()
+    _, prompt = render_chat(
+        state, req.messages, req.tools, req.add_generation_prompt, req.chat_template_kwargs
+    )
+    return json_response({"prompt": prompt})
+
+
+async def health(request: Request) -> Response:
+    state = _state(request)
+    state.require()
+    return json_response({"status": "ok"})
+
+
+async def props(request: Request) -> Response:
+    state = _state(request)
+    model, _ = state.require()
+    assert state.template is not None
+    return json_response(
+        {
+            "default_generation_settings": {
+                "id": 0,
+                "id_task": -1,
+                "n_ctx": state.n_ctx_slot,
+                "speculative": state.settings.model_draft is not None,
+                "is_processing": False,
+                "params": generation_settings(state),
+            },
+            "total_slots": state.n_parallel,
+            "model_alias": state.model_name,
+            "model_path": state.model_path,
+            "modalities": {"vision": False, "audio": False},
+            "chat_template": state.template.source,
+            "chat_template_caps": {},
+            "bos_token": state.special_text(model.token_bos),
+            "eos_token": state.special_text(model.token_eos),
+            "build_info": "pyllama",
+            "is_sleeping": False,
+        }
+    )
+
+
+async def set_props(request: Request) -> Response:
+    state = _state(request)
+    if not state.settings.props:
+        raise APIError(
+            501, "This server does not support changing global properties. Start it with `--props`"
+        )
+    state.require()
+    await parse(request, AnyObject)
+    return json_response({"success": True})
+
+
+async def slots(request: Request) -> Response:
+    state = _state(request)
+    if not state.settings.slots:
+        raise APIError(501, "This server does not support slots endpoint. Start it with `--slots`")
+    _, engine = state.require()
+    out = []
+    for s in engine.engine.slots():
+        out.append(
+            {
+                "id": s["id"],
+                "id_task": s["task_id"] or -1,
+                "n_ctx": s["n_ctx"],
+                "speculative": state.settings.model_draft is not None,
+                "is_processing": s["state"] != "idle",
+                "state": s["state"],
+                "n_past": s["n_past"],
+                "n_prompt_tokens": s["n_prompt"],
+                "n_decoded": s["n_decoded"],
+                "n_cache_tokens": s["n_cache"],
+            }
+        )
+    return json_response(out)
+
+
+async def metrics(request: Request) -> Response:
+    state = _state(request)
+    if not state.settings.metrics:
+        raise APIError(
+            501, "This server does not support metrics endpoint. Start it with `--metrics`"
+        )
+    _, engine = state.require()
+    m = engine.engine.metrics()
+    n_decode = max(1, m["n_decode_total"])
+    rows = [
+        (
+            "counter",
+            "prompt_tokens_total",
+            "Number of prompt tokens processed.",
+            m["n_prompt_tokens_total"],
+        ),
+        ("counter", "prompt_seconds_total", "Prompt process time", m["t_prompt_ms_total"] / 1e3),
+        (
+            "counter",
+            "tokens_predicted_total",
+            "Number of generation tokens processed.",
+            m["n_predicted_total"],
+        ),
+        (
+            "counter",
+            "tokens_predicted_seconds_total",
+            "Predict process time",
+            m["t_predicted_ms_total"] / 1e3,
+        ),
+        ("counter", "n_decode_total", "Total number of llama_decode() calls", m["n_decode_total"]),
+        (
+            "gauge",
+            "n_busy_slots_per_decode",
+            "Average number of busy slots per llama_decode() call",
+            m["n_busy_slots_total"] / n_decode,
+        ),
+        (
+            "gauge",
+            "prompt_tokens_seconds",
+            "Average prompt throughput in tokens/s.",
+            _rate(m["n_prompt_tokens_total"], m["t_prompt_ms_total"]),
+        ),
+        (
+            "gauge",
+            "predicted_tokens_seconds",
+            "Average generation throughput in tokens/s.",
+            _rate(m["n_predicted_total"], m["t_predicted_ms_total"]),
+        ),
+        ("gauge", "requests_processing", "Number of requests processing.", m["n_processing"]),
+        ("gauge", "requests_deferred", "Number of requests deferred.", m["n_deferred"]),
+        (
+            "gauge",
+            "kv_cache_usage_ratio",
+            "KV-cache usage. 1 means 100 percent usage.",
+            m["kv_usage"],
+        ),
+        ("gauge", "n_tokens_max", "Largest observed n_tokens.", m["n_tokens_max"]),
+        (
+            "counter",
+            "spec_decode_num_draft_tokens_total",
+            "Speculative: Total draft tokens generated",
+            m["n_draft_tokens"],
+        ),
+        (
+            "counter",
+            "spec_decode_num_accepted_tokens_total",
+            "Speculative: Total draft tokens accepted by the target model",
+            m["n_draft_accepted"],
+        ),
+        (
+            "counter",
+            "spec_decode_num_drafts_total",
+            "Speculative: Total speculative decoding verification steps",
+            m["n_draft_steps"],
+        ),
+    ]
+    lines = []
+    for kind, name, help_, value in rows:
+        lines += [
+            f"# HELP llamacpp:{name} {help_}",
+            f"# TYPE llamacpp:{name} {kind}",
+            f"llamacpp:{name} {value}",
+        ]
+    return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+
+def _rate(n: float, ms: float) -> float:
+    return 1e3 * n / ms if ms > 0 else 0.0
+
+
+ROUTES: list[tuple[str, Any, list[str]]] = [
+    ("/health", health, ["GET"]),
+    ("/v1/health", health, ["GET"]),
+    ("/props", props, ["GET"]),
+    ("/props", set_props, ["POST"]),
+    ("/completion", completion, ["POST"]),
+    ("/completions", completion, ["POST"]),
+    ("/tokenize", tokenize, ["POST"]),
+    ("/detokenize", detokenize, ["POST"]),
+    ("/apply-template", apply_template, ["POST"]),
+    ("/slots", slots, ["GET"]),
+    ("/metrics", metrics, ["GET"]),
+]

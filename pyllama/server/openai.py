@@ -1,0 +1,347 @@
+"""OpenAI-compatible endpoints: /v1/models, /v1/completions, /v1/chat/completions,
+/v1/embeddings (and llama-server's /embedding)."""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pyllama import _core
+from pyllama.chat import tokenize_chat
+from pyllama.sampling import grammar_for_response_format
+from pyllama.server import generation as gen
+from pyllama.server.errors import APIError
+from pyllama.server.http import json_response, parse, sse, sse_response
+from pyllama.server.native import render_chat
+from pyllama.server.schemas import ChatRequest, EmbeddingRequest, OAICompletionRequest
+from pyllama.server.state import ServerState
+
+__all__ = ["ROUTES"]
+
+
+def _state(request: Request) -> ServerState:
+    return request.app.state.pyllama
+
+
+def _envelope(state: ServerState, kind: str, prefix: str) -> dict[str, Any]:
+    return {
+        "id": f"{prefix}-{uuid.uuid4().hex}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": state.model_name,
+        "system_fingerprint": "pyllama",
+    }
+
+
+def _logprobs_content(state: ServerState, r: gen.Result, post: bool) -> dict[str, Any]:
+    return {"content": [gen.token_probs(state, ev, post) for ev in r.probs]}
+
+
+async def models(request: Request) -> Response:
+    state = _state(request)
+    state.require()
+    info = state.model_info()
+    entry = {
+        "id": state.model_name,
+        "object": "model",
+        "created": state.started,
+        "owned_by": "llamacpp",
+        "meta": info,
+    }
+    return json_response(
+        {
+            "models": [
+                {
+                    "name": state.model_name,
+                    "model": state.model_name,
+                    "type": "model",
+                    "details": {"format": "gguf"},
+                }
+            ],
+            "object": "list",
+            "data": [entry],
+        }
+    )
+
+
+def _n_predict(*values: int | None) -> int:
+    for v in values:
+        if v is not None:
+            return v
+    return -1
+
+
+async def completions(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, OAICompletionRequest)
+    model, _ = state.require()
+    if req.echo:
+        raise APIError(400, "'echo' is not supported")
+    if req.suffix is not None:
+        raise APIError(400, "'suffix' is not supported; use /infill")
+    prompts = gen.tokenize_prompts(model, req.prompt)
+    opts = gen.Options(
+        n_predict=_n_predict(req.max_tokens, req.n_predict),
+        n_cmpl=req.n,
+        n_probs=req.logprobs or req.n_probs or 0,
+        stop=gen._stops(req.stop),
+    )
+    streams = gen.submit(state, gen.make_tasks(state, prompts, req, opts))
+    env = _envelope(state, "text_completion", "cmpl")
+    n_prompt = sum(len(p) for p in prompts)
+    if req.stream:
+        return sse_response(_stream_completions(state, streams, req, env, n_prompt))
+    results = await gen.collect(streams, req.n, request.receive)
+    finals = [r.final for r in results if r.final is not None]
+    choices = []
+    for i, r in enumerate(results):
+        assert r.final is not None
+        choices.append(
+            {
+                "text": r.content,
+                "index": i,
+                "logprobs": _logprobs_content(state, r, req.post_sampling_probs)
+                if opts.n_probs
+                else None,
+                "finish_reason": gen.finish_reason(r.final),
+            }
+        )
+    out = {**env, "choices": choices, "usage": gen.usage(finals, n_prompt)}
+    if len(finals) == 1:
+        out["timings"] = gen.timings(finals[0])
+    return json_response(out)
+
+
+async def _stream_completions(
+    state: ServerState,
+    streams: list[Any],
+    req: OAICompletionRequest,
+    env: dict[str, Any],
+    n_prompt: int,
+) -> AsyncIterator[bytes]:
+    env = {**env}
+    finals = []
+    async for i, ev in gen.merged(streams):
+        index = i * req.n + ev.index
+        if ev.type == "token":
+            if not ev.text and not req.logprobs:
+                continue
+            choice: dict[str, Any] = {
+                "text": ev.text.decode("utf-8", errors="replace"),
+                "index": index,
+                "logprobs": None,
+                "finish_reason": None,
+            }
+            if req.logprobs and ev.token >= 0:
+                choice["logprobs"] = {
+                    "content": [gen.token_probs(state, ev, req.post_sampling_probs)]
+                }
+            yield sse({**env, "choices": [choice]})
+        else:
+            finals.append(ev)
+            chunk = {
+                **env,
+                "choices": [
+                    {
+                        "text": "",
+                        "index": index,
+                        "logprobs": None,
+                        "finish_reason": gen.finish_reason(ev),
+                    }
+                ],
+            }
+            if len(streams) == 1 and req.n == 1:
+                chunk["timings"] = gen.timings(ev)
+            yield sse(chunk)
+    if req.stream_options and req.stream_options.include_usage:
+        yield sse({**env, "choices": [], "usage": gen.usage(finals, n_prompt)})
+    yield b"data: [DONE]\n\n"
+
+
+async def chat_completions(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, ChatRequest)
+    model, _ = state.require()
+    if req.tools and req.tool_choice not in (None, "none"):
+        raise APIError(501, "tool calls are not supported yet by pyllama-server")
+    msgs, prompt = render_chat(
+        state, req.messages, None, req.add_generation_prompt, req.chat_template_kwargs
+    )
+    tokens = tokenize_chat(model, msgs, prompt)
+    try:
+        grammar = grammar_for_response_format(req.response_format)
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
+    n_probs = (req.top_logprobs or 0) if req.logprobs else 0
+    if req.logprobs and not n_probs:
+        n_probs = 1  # the chosen token's own logprob needs at least one candidate
+    opts = gen.Options(
+        n_predict=_n_predict(req.max_completion_tokens, req.max_tokens, req.n_predict),
+        n_cmpl=req.n,
+        n_probs=n_probs,
+        grammar=grammar,
+        stop=gen._stops(req.stop),
+    )
+    streams = gen.submit(state, gen.make_tasks(state, [tokens], req, opts))
+    env = _envelope(state, "chat.completion", "chatcmpl")
+    if req.stream:
+        env["object"] = "chat.completion.chunk"
+        return sse_response(_stream_chat(state, streams[0], req, env, len(tokens)))
+    results = await gen.collect(streams, req.n, request.receive)
+    finals = [r.final for r in results if r.final is not None]
+    choices = []
+    for r in results:
+        assert r.final is not None
+        choice: dict[str, Any] = {
+            "finish_reason": gen.finish_reason(r.final),
+            "index": r.index,
+            "message": {"role": "assistant", "content": r.content},
+        }
+        if req.logprobs:
+            choice["logprobs"] = _chat_logprobs(state, r.probs, req.top_logprobs or 0)
+        choices.append(choice)
+    out = {**env, "choices": choices, "usage": gen.usage(finals, len(tokens))}
+    if len(finals) == 1:
+        out["timings"] = gen.timings(finals[0])
+    return json_response(out)
+
+
+def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) -> dict[str, Any]:
+    content = []
+    for ev in events:
+        p = gen.token_probs(state, ev, False)
+        p["top_logprobs"] = p["top_logprobs"][:top_n]
+        content.append(p)
+    return {"content": content}
+
+
+async def _stream_chat(
+    state: ServerState, stream: Any, req: ChatRequest, env: dict[str, Any], n_prompt: int
+) -> AsyncIterator[bytes]:
+    started: set[int] = set()
+    finals = []
+    async for _, ev in gen.merged([stream]):
+        if ev.index not in started:
+            started.add(ev.index)
+            yield sse(
+                {
+                    **env,
+                    "choices": [
+                        {
+                            "index": ev.index,
+                            "delta": {"role": "assistant", "content": None},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
+        if ev.type == "token":
+            if not ev.text and not (req.logprobs and ev.token >= 0):
+                continue
+            choice: dict[str, Any] = {
+                "index": ev.index,
+                "delta": {"content": ev.text.decode("utf-8", errors="replace")},
+                "logprobs": None,
+                "finish_reason": None,
+            }
+            if req.logprobs and ev.token >= 0:
+                choice["logprobs"] = _chat_logprobs(state, [ev], req.top_logprobs or 0)
+            yield sse({**env, "choices": [choice]})
+        else:
+            finals.append(ev)
+            chunk = {
+                **env,
+                "choices": [
+                    {
+                        "index": ev.index,
+                        "delta": {},
+                        "logprobs": None,
+                        "finish_reason": gen.finish_reason(ev),
+                    }
+                ],
+            }
+            if req.n == 1:
+                chunk["timings"] = gen.timings(ev)
+            yield sse(chunk)
+    if req.stream_options and req.stream_options.include_usage:
+        yield sse({**env, "choices": [], "usage": gen.usage(finals, n_prompt)})
+    yield b"data: [DONE]\n\n"
+
+
+async def _embed(
+    state: ServerState,
+    request: Request,
+    inputs: Any,
+    normalize: int,
+    kind: _core.TaskKind = _core.TaskKind.EMBEDDING,
+) -> tuple[list[list[float]], list[int]]:
+    if not (state.settings.embeddings or state.settings.reranking):
+        raise APIError(501, "This server does not support embeddings. Start it with `--embeddings`")
+    model, _ = state.require()
+    if inputs is None:
+        raise APIError(400, "'input' or 'content' is required")
+    prompts = gen.tokenize_prompts(model, inputs)
+    tasks = []
+    for p in prompts:
+        t = _core.TaskParams()
+        t.kind = kind
+        t.prompt = p
+        t.embd_normalize = normalize
+        tasks.append(t)
+    streams = gen.submit(state, tasks)
+    results = await gen.collect(streams, 1, request.receive)
+    return [list(r.final.embedding) for r in results if r.final is not None], [
+        len(p) for p in prompts
+    ]
+
+
+async def embeddings_oai(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, EmbeddingRequest)
+    vectors, sizes = await _embed(
+        state, request, req.input if req.input is not None else req.content, req.embd_normalize
+    )
+    data = []
+    for i, v in enumerate(vectors):
+        emb: Any = v
+        if req.encoding_format == "base64":
+            emb = base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
+        data.append({"object": "embedding", "index": i, "embedding": emb})
+    n = sum(sizes)
+    return json_response(
+        {
+            "object": "list",
+            "model": state.model_name,
+            "data": data,
+            "usage": {"prompt_tokens": n, "total_tokens": n},
+        }
+    )
+
+
+async def embeddings_native(request: Request) -> Response:
+    state = _state(request)
+    req = await parse(request, EmbeddingRequest)
+    vectors, _ = await _embed(
+        state, request, req.content if req.content is not None else req.input, req.embd_normalize
+    )
+    return json_response([{"index": i, "embedding": [v]} for i, v in enumerate(vectors)])
+
+
+ROUTES: list[tuple[str, Any, list[str]]] = [
+    ("/models", models, ["GET"]),
+    ("/v1/models", models, ["GET"]),
+    ("/v1/completions", completions, ["POST"]),
+    ("/chat/completions", chat_completions, ["POST"]),
+    ("/v1/chat/completions", chat_completions, ["POST"]),
+    ("/embedding", embeddings_native, ["POST"]),
+    ("/embeddings", embeddings_native, ["POST"]),
+    ("/v1/embeddings", embeddings_oai, ["POST"]),
+]

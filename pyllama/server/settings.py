@@ -1,0 +1,65 @@
+"""Server settings: one typed record, filled by the CLI (flags and LLAMA_ARG_* variables)
+or by code embedding the server (``create_app(settings=Settings(model=...))``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Settings"]
+
+
+@dataclass
+class Settings:
+    model: str | None = None  # None: the demo model, fetched unless offline
+    alias: list[str] = field(default_factory=list)
+    offline: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8080
+    n_ctx: int = 0  # 0: the model's training context
+    n_parallel: int = -1  # -1: auto (4 slots sharing one unified KV cache, as llama-server)
+    n_batch: int = 2048
+    n_ubatch: int = 512
+    n_threads: int = -1
+    n_threads_batch: int = -1
+    n_gpu_layers: str = "auto"
+    n_predict: int = -1
+    temperature: float = 0.8
+    seed: int = -1
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    flash_attn: str = "auto"
+    kv_unified: bool | None = None  # None: unified when n_parallel is auto
+    embeddings: bool = False
+    reranking: bool = False
+    pooling: str | None = None
+    metrics: bool = False
+    slots: bool = True
+    props: bool = False
+    slot_save_path: str | None = None
+    api_keys: list[str] = field(default_factory=list)
+    ssl_key_file: str | None = None
+    ssl_cert_file: str | None = None
+    chat_template: str | None = None  # template text (from --chat-template or its file)
+    jinja: bool = True
+    reasoning_format: str = "auto"
+    chat_template_kwargs: dict[str, object] = field(default_factory=dict)
+    lora: list[tuple[str, float]] = field(default_factory=list)
+    lora_init_without_apply: bool = False
+    context_shift: bool = False
+    n_keep: int = 0
+    cache_reuse: int = 0
+    slot_prompt_similarity: float = 0.1
+    model_draft: str | None = None
+    spec_draft_n_max: int = 3
+    spec_draft_n_min: int = 0
+    spec_draft_p_min: float = 0.0
+    max_queue: int = 256  # requests waiting for a slot before 503
+    max_body_bytes: int = 64 << 20  # larger request bodies get 413
+    cors_origins: list[str] = field(default_factory=list)  # CORS off unless asked
+    webui: bool = False
+    verbose: bool = False
+    timeout_s: float = 3600.0
+
+    @property
+    def model_alias(self) -> str | None:
+        return self.alias[0] if self.alias else None

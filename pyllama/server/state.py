@@ -1,0 +1,153 @@
+"""What a running server holds: the model, the engine, the chat template, counters.
+
+The model loads on a worker thread after the HTTP socket is up, so /health can answer
+503 "Loading model" meanwhile, as llama-server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from pyllama import _core
+from pyllama.chat import CHATML, ChatTemplate
+from pyllama.engine import AsyncEngine, default_threads
+from pyllama.server.errors import APIError
+from pyllama.server.settings import Settings
+
+__all__ = ["ServerState"]
+
+POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
+FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+
+
+class ServerState:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model: _core.Model | None = None
+        self.engine: AsyncEngine | None = None
+        self.template: ChatTemplate | None = None
+        self.model_path = ""
+        self.model_name = ""
+        self.n_ctx = 0
+        self.n_ctx_slot = 0
+        self.n_parallel = 0
+        self.load_error: str | None = None
+        self.started = int(time.time())
+        # request counters for /metrics (the engine keeps the token counters)
+        self.requests_total = 0
+        self._loader: asyncio.Task[None] | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def ready(self) -> bool:
+        return self.engine is not None
+
+    def start(self) -> None:
+        """Begin loading on a worker thread; the event loop stays free for /health."""
+        self._loader = asyncio.get_running_loop().create_task(self._load())
+
+    async def _load(self) -> None:
+        try:
+            await asyncio.to_thread(self._load_sync)
+            assert self._engine_core is not None
+            self.engine = AsyncEngine(self._engine_core)
+        except Exception as e:  # reported by /health and every endpoint
+            self.load_error = f"{type(e).__name__}: {e}"
+            raise
+
+    def _load_sync(self) -> None:
+        s = self.settings
+        path = s.model
+        if path is None:
+            from pyllama.models import demo_model
+
+            path = demo_model(offline=s.offline)
+        ngl = -1 if s.n_gpu_layers in ("auto", "all") else int(s.n_gpu_layers)
+        model = _core.Model(path, n_gpu_layers=ngl)
+        n_ctx = s.n_ctx or model.n_ctx_train
+        auto = s.n_parallel < 0
+        n_parallel = 4 if auto else s.n_parallel
+        unified = auto if s.kv_unified is None else s.kv_unified
+        threads = s.n_threads if s.n_threads > 0 else default_threads()
+        draft = _core.Model(s.model_draft, n_gpu_layers=ngl) if s.model_draft else None
+        pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
+        core = _core.Engine(
+            model,
+            n_parallel=n_parallel,
+            n_ctx=n_ctx,
+            n_batch=s.n_batch,
+            n_ubatch=min(s.n_ubatch, s.n_batch),
+            n_threads=threads,
+            n_threads_batch=s.n_threads_batch if s.n_threads_batch > 0 else threads,
+            flash_attn=FLASH_ATTN[s.flash_attn],
+            embeddings=s.embeddings or s.reranking,
+            pooling=pooling,
+            type_k=s.cache_type_k,
+            type_v=s.cache_type_v,
+            kv_unified=unified,
+            max_queue=s.max_queue,
+            slot_prompt_similarity=s.slot_prompt_similarity,
+            context_shift=s.context_shift,
+            n_keep=max(0, s.n_keep),
+            lora=s.lora,
+            draft_model=draft,
+            spec_n_max=s.spec_draft_n_max,
+            spec_n_min=s.spec_draft_n_min,
+            spec_p_min=s.spec_draft_p_min,
+        )
+        source = s.chat_template or model.chat_template() or CHATML
+        self.template = ChatTemplate(
+            source,
+            bos_token=self._special(model, model.token_bos),
+            eos_token=self._special(model, model.token_eos),
+        )
+        self.model = model
+        self.model_path = path
+        self.model_name = s.model_alias or Path(path).name
+        self.n_ctx = n_ctx
+        self.n_parallel = n_parallel
+        self.n_ctx_slot = core.n_ctx_slot
+        self._engine_core = core
+
+    _engine_core: _core.Engine | None = None
+
+    @staticmethod
+    def _special(model: _core.Model, token: int) -> str:
+        if token < 0:
+            return ""
+        return model.token_to_piece(token, special=True).decode("utf-8", errors="replace")
+
+    async def stop(self) -> None:
+        if self._loader is not None and not self._loader.done():
+            self._loader.cancel()
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+    # ------------------------------------------------------------------- access
+    def require(self) -> tuple[_core.Model, AsyncEngine]:
+        """The model and engine, or 503 while loading (500 if loading failed)."""
+        if self.load_error:
+            raise APIError(500, f"the model failed to load: {self.load_error}")
+        if self.engine is None or self.model is None:
+            raise APIError(503, "Loading model")
+        return self.model, self.engine
+
+    def special_text(self, token: int) -> str:
+        assert self.model is not None
+        return self._special(self.model, token)
+
+    def model_info(self) -> dict[str, Any]:
+        m = self.model
+        assert m is not None
+        return {
+            "vocab_type": 2,
+            "n_vocab": m.n_vocab,
+            "n_ctx_train": m.n_ctx_train,
+            "n_embd": m.n_embd,
+            "n_params": m.n_params,
+            "size": m.size,
+        }
