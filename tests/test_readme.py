@@ -16,8 +16,11 @@ def test_readme_has_examples():
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index, smollm_path, capsys):
+def test_readme_example_runs(index, smollm_path, capsys, request):
+    code = BLOCKS[index]
+    if "http://127.0.0.1:8080" in code:  # a client example: point it at a running server
+        code = code.replace("http://127.0.0.1:8080", request.getfixturevalue("server"))
     exec(
-        compile(BLOCKS[index], f"README.md[python block {index}]", "exec"),
+        compile(code, f"README.md[python block {index}]", "exec"),
         {"__name__": "__readme__"},
     )

@@ -3,12 +3,14 @@ with the real model."""
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
 import time
 
 import httpx
+import numpy as np
 import openai
 import pytest
 from conftest import running_server
@@ -245,3 +247,26 @@ def test_unknown_flag_fails_clearly():
         [sys.executable, "-m", "pyllama.server", "--no-such-flag"], capture_output=True, text=True
     )
     assert r.returncode == 2 and "--no-such-flag" in r.stderr
+
+
+def test_embeddings_endpoints():
+    """--embeddings with a real sentence-embedding model (all-MiniLM-L6-v2 as GGUF)."""
+    from pyllama.models import embedding_model
+
+    sentences = ["A man is eating food.", "A man is eating a piece of bread.", "A girl is singing."]
+    with running_server("-m", embedding_model(), "-t", "2", "-np", "2", "--embeddings") as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="unused")
+        r = sdk.embeddings.create(model="x", input=sentences)
+        vecs = [d.embedding for d in r.data]
+        assert [d.index for d in r.data] == [0, 1, 2] and len(vecs[0]) == 384
+        assert r.usage.prompt_tokens > 3
+        dot = [sum(a * b for a, b in zip(vecs[0], v)) for v in vecs]
+        assert abs(dot[0] - 1.0) < 1e-3  # normalized
+        assert dot[1] > dot[2]  # bread is closer to food than singing
+        b64 = sdk.embeddings.create(model="x", input=sentences[0], encoding_format="base64")
+        raw = np.frombuffer(base64.b64decode(b64.data[0].embedding), dtype=np.float32)
+        assert raw.tolist() == pytest.approx(vecs[0], abs=1e-6)
+        native = http.post(url + "/embedding", json={"content": sentences[0]}).json()
+        assert native[0]["embedding"][0] == pytest.approx(vecs[0], abs=1e-6)
+        r = http.post(url + "/v1/chat/completions", json={"messages": CHAT})
+        assert r.status_code == 400 and "embeddings" in r.json()["error"]["message"]
