@@ -86,9 +86,10 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     for (const auto & [path, scale] : p.lora) {
         lora_.push_back(std::make_shared<LoraAdapter>(model_, path));
         lora_paths_.push_back(path);
-        lora_scales_now_.push_back(scale);
+        lora_defaults_.push_back(scale);
     }
-    if (!lora_.empty()) apply_lora(lora_scales_now_);
+    lora_scales_now_.assign(lora_.size(), 0.0f);
+    if (!lora_.empty()) apply_lora(lora_defaults_);
     for (int32_t i = 0; i < p.n_parallel; ++i) {
         auto s = std::make_unique<Slot>();
         s->id = i;
@@ -153,7 +154,12 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
     auto t = std::make_shared<TaskState>();
     t->params = std::move(p);
     t->finals_left = t->params.n_cmpl;
-    t->lora = t->params.lora_scales.empty() ? lora_scales_now_ : t->params.lora_scales;
+    if (t->params.lora_scales.empty()) {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        t->lora = lora_defaults_;
+    } else {
+        t->lora = t->params.lora_scales;
+    }
     if (completion) {
         // Built here, on the caller's thread: an invalid grammar fails the submit itself.
         for (int32_t i = 0; i < t->params.n_cmpl; ++i) {
@@ -281,7 +287,8 @@ Metrics Engine::metrics() const {
 }
 
 std::vector<float> Engine::lora_scales() {
-    return run_on_loop<std::vector<float>>([this] { return lora_scales_now_; });
+    std::lock_guard<std::mutex> lk(in_mu_);
+    return lora_defaults_;
 }
 
 template <typename R>
@@ -334,10 +341,10 @@ void Engine::set_lora_scales(const std::vector<float> & scales) {
     if (scales.size() != lora_.size()) {
         throw std::invalid_argument("lora scales: expected " + std::to_string(lora_.size()) + " values");
     }
-    run_on_loop<int>([this, scales] {
-        apply_lora(scales);
-        return 0;
-    });
+    // Only the defaults change: running tasks keep the scales they started with, and the
+    // loop switches the context's adapters when it admits a task that needs other scales.
+    std::lock_guard<std::mutex> lk(in_mu_);
+    lora_defaults_ = scales;
 }
 
 void Engine::apply_lora(const std::vector<float> & scales) {

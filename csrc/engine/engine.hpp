@@ -115,13 +115,13 @@ public:
     int32_t n_parallel() const { return params_.n_parallel; }
     const std::shared_ptr<Model> & model() const { return model_; }
     const std::vector<std::string> & lora_paths() const { return lora_paths_; }
-    std::vector<float> lora_scales();
+    std::vector<float> lora_scales();  // the defaults for tasks that name none
 
     // Run on the loop thread between steps; the slot must be idle. Return bytes/tokens.
     size_t save_slot(int32_t id, const std::string & path);
     size_t restore_slot(int32_t id, const std::string & path);
     void erase_slot(int32_t id);
-    void set_lora_scales(const std::vector<float> & scales);
+    void set_lora_scales(const std::vector<float> & scales);  // new defaults, for tasks admitted from now on
 
     void stop();  // finish the loop thread; pending and running tasks end with an error
 
@@ -160,7 +160,8 @@ private:
     bool embeddings_ = false;
     std::vector<std::shared_ptr<LoraAdapter>> lora_;
     std::vector<std::string> lora_paths_;
-    std::vector<float> lora_scales_now_;
+    std::vector<float> lora_scales_now_;  // applied to the context (loop thread only)
+    std::vector<float> lora_defaults_;    // for tasks that name no scales (guarded by in_mu_)
 
     // loop-thread state
     std::vector<std::unique_ptr<Slot>> slots_;
