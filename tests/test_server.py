@@ -270,3 +270,43 @@ def test_embeddings_endpoints():
         assert native[0]["embedding"][0] == pytest.approx(vecs[0], abs=1e-6)
         r = http.post(url + "/v1/chat/completions", json={"messages": CHAT})
         assert r.status_code == 400 and "embeddings" in r.json()["error"]["message"]
+
+
+def test_slot_save_restore_erase(smollm_path, tmp_path):
+    args = ["-m", smollm_path, "-t", "2", "-c", "2048", "-np", "2"]
+    with running_server(*args, "--slot-save-path", str(tmp_path)) as url:
+        body = {"prompt": "The history of Rome is long and", "n_predict": 8, "temperature": 0}
+        first = http.post(url + "/completion", json={**body, "id_slot": 0}).json()
+        saved = http.post(url + "/slots/0?action=save", json={"filename": "rome.bin"}).json()
+        assert saved["n_saved"] > 0 and (tmp_path / "rome.bin").stat().st_size == saved["n_written"]
+        assert http.post(url + "/slots/0?action=erase").json()["n_erased"] == saved["n_saved"]
+        restored = http.post(url + "/slots/1?action=restore", json={"filename": "rome.bin"}).json()
+        assert restored["n_restored"] == saved["n_saved"]
+        again = http.post(url + "/completion", json={**body, "id_slot": 1}).json()
+        assert again["content"] == first["content"]
+        assert again["timings"]["cache_n"] == first["tokens_evaluated"] - 1  # from the file
+        for bad in ("../x.bin", "/etc/passwd", "a/b", ""):
+            r = http.post(url + "/slots/0?action=save", json={"filename": bad})
+            assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+        assert http.post(url + "/slots/0?action=fly", json={}).status_code == 400
+        assert http.post(url + "/slots/9?action=erase").status_code == 400
+
+
+def test_lora_adapters_endpoint(smollm_path, tmp_path):
+    from lora_adapter import write_lora
+
+    adapter = write_lora(smollm_path, tmp_path / "a.gguf", rank=4, seed=0, a_type="q4_1")
+    args = ["-m", smollm_path, "-t", "2", "-c", "1024", "-np", "1", "--lora", str(adapter)]
+    with running_server(*args) as url:
+        assert http.get(url + "/lora-adapters").json() == [
+            {"id": 0, "path": str(adapter), "scale": 1.0}
+        ]
+        body = {"prompt": "My favourite fruit is", "n_predict": 12, "temperature": 0}
+        adapted = http.post(url + "/completion", json=body).json()["content"]
+        base = http.post(url + "/completion", json={**body, "lora": [{"id": 0, "scale": 0}]})
+        assert base.json()["content"] != adapted
+        assert http.post(url + "/lora-adapters", json=[{"id": 0, "scale": 0.0}]).json()["success"]
+        assert http.get(url + "/lora-adapters").json()[0]["scale"] == 0.0
+        assert http.post(url + "/completion", json=body).json()["content"] == base.json()["content"]
+        r = http.post(url + "/lora-adapters", json=[{"id": 3, "scale": 1}])
+        assert r.status_code == 400

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyllama.server import native, openai
+from pyllama.server import admin, native, openai
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.errors import APIError, error_response
 from pyllama.server.settings import Settings
@@ -57,7 +57,8 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
             await state.stop()
 
     routes = [
-        Route(path, fn, methods=methods) for path, fn, methods in native.ROUTES + openai.ROUTES
+        Route(path, fn, methods=methods)
+        for path, fn, methods in native.ROUTES + openai.ROUTES + admin.ROUTES
     ]
     middleware = [Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)]
     if settings.cors_origins:
