@@ -84,7 +84,9 @@ def running_server(*args: str, timeout: float = 120.0) -> Iterator[str]:
     port = _free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this frame, closed below
     cmd = [sys.executable, "-m", "pyllama.server", "--port", str(port), *args]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    # cwd elsewhere: from the repository root, `-m` would import the source tree, which
+    # has no compiled module, instead of the installed package
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout

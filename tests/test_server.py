@@ -7,6 +7,7 @@ import base64
 import json
 import subprocess
 import sys
+import tempfile
 import time
 
 import httpx
@@ -244,7 +245,10 @@ def test_api_keys_and_overload(smollm_path):
 
 def test_unknown_flag_fails_clearly():
     r = subprocess.run(
-        [sys.executable, "-m", "pyllama.server", "--no-such-flag"], capture_output=True, text=True
+        [sys.executable, "-m", "pyllama.server", "--no-such-flag"],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
     )
     assert r.returncode == 2 and "--no-such-flag" in r.stderr
 

@@ -19,7 +19,17 @@ from pyllama.server.errors import APIError
 from pyllama.server.schemas import Sampling
 from pyllama.server.state import ServerState
 
-__all__ = ["Result", "collect", "make_tasks", "submit", "timings", "tokenize_prompts"]
+__all__ = [
+    "Options",
+    "Result",
+    "collect",
+    "make_tasks",
+    "merged",
+    "stops",
+    "submit",
+    "timings",
+    "tokenize_prompts",
+]
 
 _SAMPLING = [
     "top_k",
@@ -112,7 +122,7 @@ def _logit_bias(model: _core.Model, bias: Any) -> dict[int, float]:
     return out
 
 
-def _stops(stop: Any) -> list[str]:
+def stops(stop: Any) -> list[str]:
     if stop is None:
         return []
     return [stop] if isinstance(stop, str) else [s for s in stop if s]
@@ -192,7 +202,6 @@ def _lora_scales(state: ServerState, lora: list[dict[str, Any]] | None) -> list[
 def submit(state: ServerState, tasks: list[_core.TaskParams]) -> list[TaskStream]:
     """Submit before any response byte: refusals become errors the client can read."""
     _, engine = state.require()
-    state.requests_total += 1
     try:
         return engine.submit_many(tasks)
     except _core.ContextSizeError as e:

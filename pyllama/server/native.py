@@ -99,7 +99,7 @@ async def completion(request: Request) -> Response:
         n_predict=-1 if n_predict is None else n_predict,
         n_cmpl=req.n_cmpl,
         n_probs=req.n_probs or 0,
-        stop=gen._stops(req.stop),
+        stop=gen.stops(req.stop),
     )
     streams = gen.submit(state, gen.make_tasks(state, prompts, req, opts))
     if req.stream:

@@ -91,7 +91,7 @@ async def completions(request: Request) -> Response:
         n_predict=_n_predict(req.max_tokens, req.n_predict),
         n_cmpl=req.n,
         n_probs=req.logprobs or req.n_probs or 0,
-        stop=gen._stops(req.stop),
+        stop=gen.stops(req.stop),
     )
     streams = gen.submit(state, gen.make_tasks(state, prompts, req, opts))
     env = _envelope(state, "text_completion", "cmpl")
@@ -187,7 +187,7 @@ async def chat_completions(request: Request) -> Response:
         n_cmpl=req.n,
         n_probs=n_probs,
         grammar=grammar,
-        stop=gen._stops(req.stop),
+        stop=gen.stops(req.stop),
     )
     streams = gen.submit(state, gen.make_tasks(state, [tokens], req, opts))
     env = _envelope(state, "chat.completion", "chatcmpl")

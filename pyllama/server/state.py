@@ -36,8 +36,7 @@ class ServerState:
         self.n_parallel = 0
         self.load_error: str | None = None
         self.started = int(time.time())
-        # request counters for /metrics (the engine keeps the token counters)
-        self.requests_total = 0
+        self._engine_core: _core.Engine | None = None  # set on the loader thread
         self._loader: asyncio.Task[None] | None = None
 
     # ----------------------------------------------------------------- lifecycle
@@ -111,8 +110,6 @@ class ServerState:
         self.n_parallel = n_parallel
         self.n_ctx_slot = core.n_ctx_slot
         self._engine_core = core
-
-    _engine_core: _core.Engine | None = None
 
     @staticmethod
     def _special(model: _core.Model, token: int) -> str:
