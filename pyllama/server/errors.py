@@ -17,6 +17,7 @@ TYPES = {
     404: "not_found_error",
     405: "invalid_request_error",
     413: "invalid_request_error",
+    415: "invalid_request_error",
     500: "server_error",
     501: "not_supported_error",
     503: "unavailable_error",

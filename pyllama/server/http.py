@@ -31,6 +31,9 @@ def _describe(e: ValidationError) -> str:
 
 async def parse(request: Request, model: type[M]) -> M:
     """The JSON body validated into ``model``; 400 with the field at fault otherwise."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+        raise APIError(415, f"expected Content-Type application/json, got '{ctype}'")
     body = await request.body()
     try:
         data = orjson.loads(body) if body else {}

@@ -75,13 +75,15 @@ class Sampling(_Model):
     lora: list[dict[str, Any]] | None = None
     stream: bool = False
     return_tokens: bool = False
+    n_keep: int | None = Field(None, ge=-1)
+    n_discard: int | None = Field(None, ge=0)
 
 
 class CompletionRequest(Sampling):
     prompt: Prompt
     n_cmpl: int = Field(1, ge=1, le=128)
     response_fields: list[str] | None = None
-    max_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    max_tokens: int | None = Field(None, ge=-1, le=MAX_TOKENS)
 
 
 class StreamOptions(_Model):
@@ -91,7 +93,7 @@ class StreamOptions(_Model):
 class OAICompletionRequest(Sampling):
     prompt: Prompt
     model: str | None = None
-    max_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    max_tokens: int | None = Field(None, ge=-1, le=MAX_TOKENS)
     n: int = Field(1, ge=1, le=128)
     logprobs: int | None = Field(None, ge=0, le=20)
     echo: bool = False
@@ -102,8 +104,8 @@ class OAICompletionRequest(Sampling):
 class ChatRequest(Sampling):
     messages: list[dict[str, Any]] = Field(..., min_length=1, max_length=100_000)
     model: str | None = None
-    max_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
-    max_completion_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    max_tokens: int | None = Field(None, ge=-1, le=MAX_TOKENS)
+    max_completion_tokens: int | None = Field(None, ge=-1, le=MAX_TOKENS)
     n: int = Field(1, ge=1, le=128)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
