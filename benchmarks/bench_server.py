@@ -1,0 +1,149 @@
+"""Streaming clients against pyllama-server and llama-server started with the same flags.
+
+Both servers run at once (idle between turns) and take turns: for each concurrency C,
+C clients each stream one /completion of G tokens (distinct prompts, EOS ignored), on
+pyllama-server, then on llama-server, R times. Per side: aggregate tokens/s (all tokens
+/ wall time of the turn), time to first token p50/p99, inter-token latency p50/p99.
+
+    python benchmarks/bench_server.py --threads 2 --concurrency 1,4,8 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*cmd, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tempfile.gettempdir(),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{cmd[0]} did not start")
+
+
+async def one(client: httpx.AsyncClient, url: str, prompt: str, g: int) -> dict[str, Any]:
+    body = {"prompt": prompt, "n_predict": g, "ignore_eos": True, "temperature": 0, "stream": True}
+    t0 = time.perf_counter()
+    stamps: list[float] = []
+    n = 0
+    async with client.stream("POST", url + "/completion", json=body) as r:
+        async for line in r.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            ev = json.loads(line[6:])
+            if ev.get("content"):
+                stamps.append(time.perf_counter())
+            if ev.get("stop"):
+                n = ev["tokens_predicted"]
+    return {"t0": t0, "stamps": stamps, "n": n, "end": time.perf_counter()}
+
+
+async def turn(url: str, c: int, g: int, seed: int) -> dict[str, float]:
+    prompts = [
+        f"Request {seed}-{i}: write a long story about the number {i * 7919 + seed}."
+        for i in range(c)
+    ]
+    async with httpx.AsyncClient(timeout=600) as client:
+        t0 = time.perf_counter()
+        res = await asyncio.gather(*[one(client, url, p, g) for p in prompts])
+    wall = max(r["end"] for r in res) - t0
+    ttft = [1e3 * (r["stamps"][0] - r["t0"]) for r in res if r["stamps"]]
+    itl = [1e3 * (b - a) for r in res for a, b in zip(r["stamps"], r["stamps"][1:])]
+    q = statistics.quantiles
+    return {
+        "tok_per_s": sum(r["n"] for r in res) / wall,
+        "ttft_p50_ms": statistics.median(ttft),
+        "ttft_p99_ms": q(ttft, n=100)[98] if len(ttft) > 1 else ttft[0],
+        "itl_p50_ms": statistics.median(itl),
+        "itl_p99_ms": q(itl, n=100)[98],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx-size", type=int, default=16384)
+    ap.add_argument("--parallel", type=int, default=8)
+    ap.add_argument("--concurrency", default="1,4,8")
+    ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
+    ap.add_argument(
+        "--llama-server",
+        default=os.environ.get("LLAMA_SERVER_BIN", str(cache / "peer/bin/llama-server")),
+    )
+    args = ap.parse_args()
+    from pyllama import demo_model
+
+    model = args.model or demo_model()
+    flags = [
+        "-m",
+        model,
+        "-t",
+        str(args.threads),
+        "-c",
+        str(args.ctx_size),
+        "-np",
+        str(args.parallel),
+    ]
+    ours, ours_url = start([sys.executable, "-m", "pyllama.server", *flags])
+    theirs, theirs_url = start([args.llama_server, *flags, "--no-webui"])
+    try:
+        for c in [int(x) for x in args.concurrency.split(",")]:
+            best: dict[str, dict[str, float]] = {}
+            for rep in range(args.repeat):
+                for name, url in (("pyllama", ours_url), ("llama_server", theirs_url)):
+                    r = asyncio.run(turn(url, c, args.gen_tokens, rep))
+                    if name not in best or r["tok_per_s"] > best[name]["tok_per_s"]:
+                        best[name] = r
+            row: dict[str, Any] = {"concurrency": c, "gen_tokens": args.gen_tokens}
+            for name, r in best.items():
+                row.update({f"{name}_{k}": round(v, 2) for k, v in r.items()})
+            row["ratio"] = round(
+                best["pyllama"]["tok_per_s"] / best["llama_server"]["tok_per_s"], 3
+            )
+            print(json.dumps(row) if args.json else row, flush=True)
+    finally:
+        for p in (ours, theirs):
+            p.terminate()
+            p.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
