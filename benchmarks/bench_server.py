@@ -14,44 +14,14 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(cmd: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [*cmd, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=tempfile.gettempdir(),
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{cmd[0]} did not start")
+from servers import start, stop
 
 
 async def one(client: httpx.AsyncClient, url: str, prompt: str, g: int) -> dict[str, Any]:
@@ -140,8 +110,7 @@ def main() -> int:
             print(json.dumps(row) if args.json else row, flush=True)
     finally:
         for p in (ours, theirs):
-            p.terminate()
-            p.wait(timeout=30)
+            stop(p)
     return 0
 
 

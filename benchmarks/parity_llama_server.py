@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
+
+from servers import start, stop
 
 PROMPTS = [
     "The capital of France is",
@@ -26,12 +25,6 @@ PROMPTS = [
     "Once upon a time, in a small village,",
     "1, 2, 3, 4,",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(url: str, body: dict) -> dict:
@@ -57,39 +50,15 @@ def main() -> int:
     from pyllama import Llama, demo_model
 
     model = args.model or demo_model()
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            args.server,
-            "-m",
-            model,
-            "-t",
-            str(args.threads),
-            "-c",
-            str(args.ctx),
-            "-np",
-            "1",
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    proc, url = start(
+        [args.server, "-m", model, "-t", str(args.threads), "-c", str(args.ctx), "-np", "1"]
     )
     try:
-        for _ in range(600):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.1)
         llm = Llama(model, n_ctx=args.ctx, n_threads=args.threads)
         same = 0
         for p in PROMPTS:
             theirs = post(
-                f"http://127.0.0.1:{port}/completion",
+                url + "/completion",
                 {"prompt": p, "n_predict": args.tokens, "temperature": 0, "cache_prompt": False},
             )["content"]
             ours = llm.create_completion(p, max_tokens=args.tokens, temperature=0)["choices"][0][
@@ -103,8 +72,7 @@ def main() -> int:
         print(f"{same}/{len(PROMPTS)} prompts identical")
         return 0 if same == len(PROMPTS) else 1
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,50 @@
+"""Start an HTTP server binary on a free port and wait for /health (benchmarks only)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd: list[str], timeout: float = 300.0) -> tuple[subprocess.Popen[bytes], str]:
+    """Run ``cmd --port P`` (outside the source tree) and return it with its base URL
+    once /health answers 200."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*cmd, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tempfile.gettempdir(),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise TimeoutError(f"{cmd[0]} did not start in {timeout:.0f} s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
