@@ -8,6 +8,7 @@ and a non-streaming answer is the fold of the same event stream a streaming one 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -326,8 +327,6 @@ def usage(finals: Sequence[_core.Event], n_prompt: int) -> dict[str, Any]:
 
 def token_probs(state: ServerState, ev: _core.Event, post: bool) -> dict[str, Any]:
     """llama-server's probability entry for one generated token."""
-    import math
-
     model = state.model
     assert model is not None
 

@@ -226,7 +226,6 @@ async def props(request: Request) -> Response:
             "model_path": state.model_path,
             "modalities": {"vision": False, "audio": False},
             "chat_template": state.template.source,
-            "chat_template_caps": {},
             "bos_token": state.special_text(model.token_bos),
             "eos_token": state.special_text(model.token_eos),
             "build_info": "pyllama",

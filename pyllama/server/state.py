@@ -141,7 +141,6 @@ class ServerState:
         m = self.model
         assert m is not None
         return {
-            "vocab_type": 2,
             "n_vocab": m.n_vocab,
             "n_ctx_train": m.n_ctx_train,
             "n_embd": m.n_embd,
