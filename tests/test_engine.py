@@ -465,3 +465,34 @@ def test_speculative_decoding_keeps_the_output(model):
         assert toks[-1].n_predicted == 7
     finally:
         ae.close()
+
+
+def test_greedy_shortcut_picks_what_the_chain_picks(model):
+    """Plain greedy tasks take the argmax without running the sampler chain; post-sampling
+    probabilities force the chain. Both must give the same tokens, biases included."""
+    eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2)
+    banned = model.tokenize(" Paris", False, False)[0]
+    try:
+        for kw in ({}, {"ignore_eos": True}, {"logit_bias": {banned: -100.0}}):
+            sampling = make_sampling_params(temperature=0, **kw)
+            fast, chain = (
+                tokens_of(
+                    generate(
+                        eng,
+                        task(
+                            model,
+                            "The capital of France is",
+                            n=16,
+                            sampling=sampling,
+                            n_probs=1 if post else 0,
+                            post_sampling_probs=post,
+                        ),
+                    )
+                )
+                for post in (False, True)
+            )
+            assert fast == chain and len(fast) > 0
+            if "logit_bias" in kw:
+                assert banned not in fast
+    finally:
+        eng.stop()

@@ -123,4 +123,45 @@ Sampler build_sampler_chain(const Model & model, const SamplingParams & p, int32
     return chain;
 }
 
+bool is_plain_greedy(const SamplingParams & p) {
+    if (p.mirostat != 0 || p.temperature > 0.0f || p.dynatemp_range > 0.0f || !p.grammar.empty()) return false;
+    bool temperature = false;
+    for (const auto & name : p.samplers) {
+        if (name == "temperature") {
+            temperature = true;
+        } else if (name == "infill") {
+            return false;  // rewrites candidates around the top token
+        } else if (name == "adaptive_p" && p.adaptive_target >= 0.0f) {
+            return false;
+        } else if (temperature) {
+            continue;  // after a zero temperature only the top token is left
+        } else if (name == "penalties") {
+            if (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) return false;
+        } else if (name == "dry") {
+            if (p.dry_multiplier > 0.0f) return false;
+        } else if (name == "typ_p" || name == "typical_p") {
+            if (p.typical_p < 1.0f) return false;  // may drop the top token
+        } else if (name == "xtc") {
+            if (p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f) return false;  // removes top tokens
+        }
+        // top_n_sigma, top_k, top_p, min_p always keep the top token
+    }
+    return temperature;
+}
+
+std::vector<float> dense_logit_bias(const Model & model, const SamplingParams & p) {
+    const int32_t n_vocab = model.n_vocab();
+    if (p.logit_bias.empty() && !p.ignore_eos) return {};
+    std::vector<float> bias(static_cast<size_t>(n_vocab), 0.0f);
+    for (const auto & [tok, b] : p.logit_bias) {
+        if (tok >= 0 && tok < n_vocab) bias[static_cast<size_t>(tok)] += b;
+    }
+    if (p.ignore_eos) {
+        for (llama_token t = 0; t < n_vocab; ++t) {
+            if (llama_vocab_is_eog(model.vocab(), t)) bias[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+        }
+    }
+    return bias;
+}
+
 }  // namespace pyllama

@@ -55,4 +55,13 @@ struct SamplingParams {
 // Build the sampler chain for params; n_ctx resolves the "-1 = context size" windows.
 Sampler build_sampler_chain(const Model & model, const SamplingParams & params, int32_t n_ctx);
 
+// True when the chain built for params always picks the highest biased logit (temperature
+// <= 0 and no stage that could drop or reorder the top token), so a caller may take the
+// argmax of logits + dense_logit_bias() instead of running the chain over every candidate.
+bool is_plain_greedy(const SamplingParams & params);
+
+// The chain's logit_bias stage as a dense per-token vector (ignore_eos included); empty
+// when there is no bias.
+std::vector<float> dense_logit_bias(const Model & model, const SamplingParams & params);
+
 }  // namespace pyllama

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/log.hpp"
@@ -53,6 +54,23 @@ void normalize(float * v, int32_t n, int32_t norm) {
     }
     const float k = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
     for (int32_t i = 0; i < n; ++i) v[i] *= k;
+}
+
+// argmax of logits + bias; the first of equal maxima. -1 when every token is -inf.
+llama_token greedy_pick(const float * logits, int32_t n_vocab, const std::vector<float> & bias) {
+    llama_token best = -1;
+    float best_v = -std::numeric_limits<float>::infinity();
+    if (bias.empty()) {
+        for (int32_t i = 0; i < n_vocab; ++i) {
+            if (logits[i] > best_v) best_v = logits[i], best = i;
+        }
+    } else {
+        for (int32_t i = 0; i < n_vocab; ++i) {
+            const float v = logits[i] + bias[static_cast<size_t>(i)];
+            if (v > best_v) best_v = v, best = i;
+        }
+    }
+    return best;
 }
 
 }  // namespace
@@ -167,6 +185,9 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
             if (i > 0 && sp.seed != LLAMA_DEFAULT_SEED) sp.seed += static_cast<uint32_t>(i);
             t->chains.push_back(build_sampler_chain(*model_, sp, n_ctx_slot_));
         }
+        const auto & tp = t->params;
+        t->greedy = is_plain_greedy(tp.sampling) && !(tp.n_probs > 0 && tp.post_sampling_probs);
+        if (t->greedy) t->bias = dense_logit_bias(*model_, tp.sampling);
     }
     return t;
 }
@@ -648,14 +669,20 @@ void Engine::sample_slot(Slot & s, int32_t row) {
     }
     const float * logits = ctx_->logits_ith(row);
     const auto n_vocab = static_cast<int32_t>(cur_.size());
-    for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
     llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};
-    llama_sampler_apply(s.chain->get(), &arr);
-    if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size) {
+    llama_token tok = -1;
+    if (s.task->greedy) {
+        // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
+        tok = greedy_pick(logits, n_vocab, s.task->bias);
+    } else {
+        for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
+        llama_sampler_apply(s.chain->get(), &arr);
+        if (arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size) tok = arr.data[arr.selected].id;
+    }
+    if (tok < 0) {
         fail_slot(s, "sampling", "the sampler chain selected no token");
         return;
     }
-    const llama_token tok = arr.data[arr.selected].id;
     llama_sampler_accept(s.chain->get(), tok);
     s.n_decoded++;
 

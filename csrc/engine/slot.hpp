@@ -17,6 +17,9 @@ struct Engine::TaskState {
     int32_t finals_left = 1;
     bool failed = false;
     std::vector<float> lora;      // resolved adapter scales
+    // plain greedy sampling: argmax of logits + bias, without filling the candidate array
+    bool greedy = false;
+    std::vector<float> bias;      // dense logit bias for the greedy path (empty: none)
 };
 
 struct Engine::Slot {
