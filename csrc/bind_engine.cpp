@@ -100,6 +100,7 @@ void register_engine(py::module_ & m) {
         .def_readwrite("sampling", &TaskParams::sampling)
         .def_readwrite("n_predict", &TaskParams::n_predict)
         .def_readwrite("stop", &TaskParams::stop)
+        .def_readwrite("preserved_tokens", &TaskParams::preserved_tokens)
         .def_readwrite("t_max_predict_ms", &TaskParams::t_max_predict_ms)
         .def_readwrite("n_probs", &TaskParams::n_probs)
         .def_readwrite("post_sampling_probs", &TaskParams::post_sampling_probs)

@@ -10,7 +10,7 @@ the size of what a render may produce.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -47,8 +47,20 @@ def _tojson(
 ) -> str:
     # Same signature and output as transformers' tojson (not jinja2's HTML-escaping one).
     return json.dumps(
-        value, indent=indent, separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii
+        value,
+        indent=indent,
+        separators=separators,
+        sort_keys=sort_keys,
+        ensure_ascii=ensure_ascii,
+        default=_json_default,
     )
+
+
+def _json_default(value: Any) -> Any:
+    # jinja2 filters such as map() yield generators; transformers' templates tojson them
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping)):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _strftime_now(fmt: str) -> str:

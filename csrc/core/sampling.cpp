@@ -50,7 +50,14 @@ void SamplingParams::validate() const {
     }
 }
 
-Sampler build_sampler_chain(const Model & model, const SamplingParams & p, int32_t n_ctx) {
+std::optional<Sampler> build_grammar_sampler(const Model & model, const SamplingParams & p) {
+    if (p.grammar.empty()) return std::nullopt;
+    namespace s = samplers;
+    if (p.grammar_lazy) return s::grammar_lazy(model, p.grammar, "root", p.grammar_trigger_patterns, p.grammar_trigger_tokens);
+    return s::grammar(model, p.grammar, "root");
+}
+
+Sampler build_sampler_chain(const Model & model, const SamplingParams & p, int32_t n_ctx, bool with_grammar) {
     p.validate();
     namespace s = samplers;
     const int32_t n_vocab = model.n_vocab();
@@ -60,12 +67,8 @@ Sampler build_sampler_chain(const Model & model, const SamplingParams & p, int32
 
     // Grammar first: the candidates reaching the other stages already fit it. (llama-server
     // applies it after, with rejection sampling; the result is the same distribution.)
-    if (!p.grammar.empty()) {
-        if (p.grammar_lazy) {
-            add(s::grammar_lazy(model, p.grammar, "root", p.grammar_trigger_patterns, p.grammar_trigger_tokens));
-        } else {
-            add(s::grammar(model, p.grammar, "root"));
-        }
+    if (with_grammar) {
+        if (auto g = build_grammar_sampler(model, p)) add(std::move(*g));
     }
 
     std::vector<std::pair<llama_token, float>> bias = p.logit_bias;
@@ -124,7 +127,7 @@ Sampler build_sampler_chain(const Model & model, const SamplingParams & p, int32
 }
 
 bool is_plain_greedy(const SamplingParams & p) {
-    if (p.mirostat != 0 || p.temperature > 0.0f || p.dynatemp_range > 0.0f || !p.grammar.empty()) return false;
+    if (p.mirostat != 0 || p.temperature > 0.0f || p.dynatemp_range > 0.0f) return false;
     bool temperature = false;
     for (const auto & name : p.samplers) {
         if (name == "temperature") {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,11 +54,18 @@ struct SamplingParams {
 };
 
 // Build the sampler chain for params; n_ctx resolves the "-1 = context size" windows.
-Sampler build_sampler_chain(const Model & model, const SamplingParams & params, int32_t n_ctx);
+// with_grammar=false leaves the grammar out (see build_grammar_sampler).
+Sampler build_sampler_chain(const Model & model, const SamplingParams & params, int32_t n_ctx,
+                            bool with_grammar = true);
 
-// True when the chain built for params always picks the highest biased logit (temperature
-// <= 0 and no stage that could drop or reorder the top token), so a caller may take the
-// argmax of logits + dense_logit_bias() instead of running the chain over every candidate.
+// The grammar stage alone (lazy or not); empty when params has no grammar. Used apart from
+// the chain for llama-server's rejection sampling: sample without it, check the token, and
+// only if it does not fit constrain every candidate and sample again.
+std::optional<Sampler> build_grammar_sampler(const Model & model, const SamplingParams & params);
+
+// True when the chain built for params without its grammar always picks the highest biased
+// logit (temperature <= 0 and no stage that could drop or reorder the top token), so a caller
+// may take the argmax of logits + dense_logit_bias() instead of running the chain.
 bool is_plain_greedy(const SamplingParams & params);
 
 // The chain's logit_bias stage as a dense per-token vector (ignore_eos included); empty

@@ -183,7 +183,8 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
         for (int32_t i = 0; i < t->params.n_cmpl; ++i) {
             SamplingParams sp = t->params.sampling;
             if (i > 0 && sp.seed != LLAMA_DEFAULT_SEED) sp.seed += static_cast<uint32_t>(i);
-            t->chains.push_back(build_sampler_chain(*model_, sp, n_ctx_slot_));
+            t->chains.push_back(build_sampler_chain(*model_, sp, n_ctx_slot_, false));
+            t->grammars.push_back(build_grammar_sampler(*model_, sp));
         }
         const auto & tp = t->params;
         t->greedy = is_plain_greedy(tp.sampling) && !(tp.n_probs > 0 && tp.post_sampling_probs);
@@ -514,7 +515,11 @@ void Engine::admit() {
             s.task = task;
             s.index = index;
             s.chain.reset();
-            if (completion) s.chain.emplace(std::move(task->chains[index]));
+            s.grammar.reset();
+            if (completion) {
+                s.chain.emplace(std::move(task->chains[index]));
+                if (task->grammars[index]) s.grammar.emplace(std::move(*task->grammars[index]));
+            }
             s.text.emplace(task->params.stop);
             s.n_decoded = 0;
             s.t_start = t;
@@ -670,19 +675,39 @@ void Engine::sample_slot(Slot & s, int32_t row) {
     const float * logits = ctx_->logits_ith(row);
     const auto n_vocab = static_cast<int32_t>(cur_.size());
     llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};
+    auto fill = [&] {
+        for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
+        arr = llama_token_data_array{cur_.data(), cur_.size(), -1, false};
+    };
+    auto run_chain = [&]() -> llama_token {
+        llama_sampler_apply(s.chain->get(), &arr);
+        return arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size ? arr.data[arr.selected].id : -1;
+    };
     llama_token tok = -1;
     if (s.task->greedy) {
         // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
         tok = greedy_pick(logits, n_vocab, s.task->bias);
     } else {
-        for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
-        llama_sampler_apply(s.chain->get(), &arr);
-        if (arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size) tok = arr.data[arr.selected].id;
+        fill();
+        tok = run_chain();
+    }
+    if (tok >= 0 && s.grammar) {
+        // As llama-server: check the sampled token alone against the grammar (cheap); only
+        // when it does not fit, constrain every candidate (expensive) and sample again.
+        llama_token_data one{tok, 1.0f, 0.0f};
+        llama_token_data_array single{&one, 1, -1, false};
+        llama_sampler_apply(s.grammar->get(), &single);
+        if (std::isinf(one.logit) && one.logit < 0.0f) {
+            fill();
+            llama_sampler_apply(s.grammar->get(), &arr);
+            tok = run_chain();
+        }
     }
     if (tok < 0) {
         fail_slot(s, "sampling", "the sampler chain selected no token");
         return;
     }
+    if (s.grammar) llama_sampler_accept(s.grammar->get(), tok);
     llama_sampler_accept(s.chain->get(), tok);
     s.n_decoded++;
 
@@ -720,7 +745,9 @@ void Engine::sample_slot(Slot & s, int32_t row) {
         finish(s, StopReason::Eos);
         return;
     }
-    ev.text = s.text->push(model_->token_to_piece(tok, false));
+    const auto & keep = tp.preserved_tokens;
+    const bool special = !keep.empty() && std::find(keep.begin(), keep.end(), tok) != keep.end();
+    ev.text = s.text->push(model_->token_to_piece(tok, special));
     emit(s.task->id, std::move(ev), false);
 
     const double elapsed_ms = static_cast<double>(now_us() - s.t_prompt_done) / 1e3;
@@ -848,6 +875,7 @@ void Engine::release(Slot & s) {
     s.state = Slot::State::Idle;
     s.task.reset();
     s.chain.reset();
+    s.grammar.reset();
     s.text.reset();
     s.parent = nullptr;
     s.i_batch = -1;

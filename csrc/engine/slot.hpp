@@ -14,6 +14,7 @@ struct Engine::TaskState {
     uint64_t id = 0;
     TaskParams params;
     std::vector<Sampler> chains;  // one per completion, built (and validated) at submit
+    std::vector<std::optional<Sampler>> grammars;  // apart from the chains: rejection sampling
     int32_t finals_left = 1;
     bool failed = false;
     std::vector<float> lora;      // resolved adapter scales
@@ -33,6 +34,7 @@ struct Engine::Slot {
     size_t n_past = 0;
     int32_t n_cached = 0;
     std::optional<Sampler> chain;
+    std::optional<Sampler> grammar;
     std::optional<TextStream> text;
     int32_t n_decoded = 0;
     llama_token sampled = -1;

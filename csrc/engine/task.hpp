@@ -33,6 +33,7 @@ struct TaskParams {
     std::vector<float> lora_scales;   // one per loaded adapter; empty: the engine's defaults
     int32_t n_cache_reuse = 0;        // min chunk reused by KV shifting past the common prefix; 0: off
     int32_t spec_n_max = -1;          // draft tokens per step; -1: the engine's, 0: no drafting
+    std::vector<llama_token> preserved_tokens;  // special tokens written out as text (tool-call markers)
 };
 
 struct TokenProb {

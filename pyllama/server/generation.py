@@ -137,6 +137,8 @@ class Options:
     n_cmpl: int = 1
     n_probs: int = 0
     grammar: str | None = None
+    trigger_patterns: list[str] = field(default_factory=list)  # non-empty: the grammar is lazy
+    preserved: list[int] = field(default_factory=list)  # special tokens written out as text
     stop: list[str] = field(default_factory=list)
 
 
@@ -159,6 +161,9 @@ def make_tasks(
         )
     except (ValueError, TypeError) as e:
         raise APIError(400, str(e)) from e
+    if opts.trigger_patterns:
+        sampling.grammar_lazy = True
+        sampling.grammar_trigger_patterns = opts.trigger_patterns
     n_predict = opts.n_predict
     if n_predict < 0 and s.n_predict >= 0:
         n_predict = s.n_predict
@@ -170,6 +175,7 @@ def make_tasks(
         t.sampling = sampling
         t.n_predict = n_predict
         t.stop = opts.stop
+        t.preserved_tokens = opts.preserved
         t.n_probs = opts.n_probs
         t.post_sampling_probs = req.post_sampling_probs
         t.cache_prompt = req.cache_prompt

@@ -9,8 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pyllama.chat import ChatTemplateError, validate_messages
 from pyllama.server import generation as gen
+from pyllama.server.chatflow import plan_chat
 from pyllama.server.errors import APIError
 from pyllama.server.http import json_response, parse, sse, sse_response
 from pyllama.server.schemas import (
@@ -171,34 +171,17 @@ async def detokenize(request: Request) -> Response:
     return json_response({"content": text})
 
 
-def render_chat(
-    state: ServerState,
-    messages: Any,
-    tools: Any = None,
-    add_generation_prompt: bool = True,
-    kwargs: dict[str, Any] | None = None,
-) -> tuple[list[dict[str, Any]], str]:
-    assert state.template is not None
-    try:
-        msgs = validate_messages(messages)
-        extra = {**state.settings.chat_template_kwargs, **(kwargs or {})}
-        return msgs, state.template.render(
-            msgs, add_generation_prompt=add_generation_prompt, tools=tools, **extra
-        )
-    except ChatTemplateError as e:
-        raise APIError(400, str(e)) from e
-    except ValueError as e:
-        raise APIError(400, str(e)) from e
-
-
 async def apply_template(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, TemplateRequest)
-    state.require()
-    _, prompt = render_chat(
-        state, req.messages, req.tools, req.add_generation_prompt, req.chat_template_kwargs
+    plan = plan_chat(
+        state,
+        req.messages,
+        tools=req.tools,
+        add_generation_prompt=req.add_generation_prompt,
+        template_kwargs=req.chat_template_kwargs,
     )
-    return json_response({"prompt": prompt})
+    return json_response({"prompt": plan.prompt})
 
 
 async def health(request: Request) -> Response:

@@ -14,12 +14,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pyllama import _core
-from pyllama.chat import tokenize_chat
 from pyllama.sampling import grammar_for_response_format
 from pyllama.server import generation as gen
+from pyllama.server.chatflow import ChatDeltas, ChatPlan, plan_chat
 from pyllama.server.errors import APIError
 from pyllama.server.http import json_response, parse, sse, sse_response
-from pyllama.server.native import render_chat
 from pyllama.server.schemas import ChatRequest, EmbeddingRequest, OAICompletionRequest
 from pyllama.server.state import ServerState
 
@@ -168,15 +167,23 @@ async def _stream_completions(
 async def chat_completions(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
-    model, _ = state.require()
-    if req.tools and req.tool_choice not in (None, "none"):
-        raise APIError(501, "tool calls are not supported yet by pyllama-server")
-    msgs, prompt = render_chat(
-        state, req.messages, None, req.add_generation_prompt, req.chat_template_kwargs
+    state.require()
+    rf = req.response_format or {}
+    plan = plan_chat(
+        state,
+        req.messages,
+        tools=req.tools,
+        tool_choice=req.tool_choice,
+        parallel_tool_calls=req.parallel_tool_calls,
+        reasoning_format=req.reasoning_format,
+        add_generation_prompt=req.add_generation_prompt,
+        template_kwargs=req.chat_template_kwargs,
+        has_grammar=bool(
+            req.grammar or req.json_schema or rf.get("type") in ("json_object", "json_schema")
+        ),
     )
-    tokens = tokenize_chat(model, msgs, prompt)
     try:
-        grammar = grammar_for_response_format(req.response_format)
+        grammar = plan.grammar or grammar_for_response_format(req.response_format)
     except ValueError as e:
         raise APIError(400, str(e)) from e
     n_probs = (req.top_logprobs or 0) if req.logprobs else 0
@@ -187,30 +194,39 @@ async def chat_completions(request: Request) -> Response:
         n_cmpl=req.n,
         n_probs=n_probs,
         grammar=grammar,
+        trigger_patterns=plan.trigger_patterns,
+        preserved=plan.preserved,
         stop=gen.stops(req.stop),
     )
-    streams = gen.submit(state, gen.make_tasks(state, [tokens], req, opts))
+    n_prompt = len(plan.tokens)
+    streams = gen.submit(state, gen.make_tasks(state, [plan.tokens], req, opts))
     env = _envelope(state, "chat.completion", "chatcmpl")
     if req.stream:
         env["object"] = "chat.completion.chunk"
-        return sse_response(_stream_chat(state, streams[0], req, env, len(tokens)))
+        return sse_response(_stream_chat(state, streams[0], req, env, plan, n_prompt))
     results = await gen.collect(streams, req.n, request.receive)
     finals = [r.final for r in results if r.final is not None]
     choices = []
     for r in results:
         assert r.final is not None
+        message, calls = plan.message(r.content)
         choice: dict[str, Any] = {
-            "finish_reason": gen.finish_reason(r.final),
+            "finish_reason": _chat_finish(r.final, bool(calls)),
             "index": r.index,
-            "message": {"role": "assistant", "content": r.content},
+            "message": message,
         }
         if req.logprobs:
             choice["logprobs"] = _chat_logprobs(state, r.probs, req.top_logprobs or 0)
         choices.append(choice)
-    out = {**env, "choices": choices, "usage": gen.usage(finals, len(tokens))}
+    out = {**env, "choices": choices, "usage": gen.usage(finals, n_prompt)}
     if len(finals) == 1:
         out["timings"] = gen.timings(finals[0])
     return json_response(out)
+
+
+def _chat_finish(final: _core.Event, called: bool) -> str:
+    reason = gen.finish_reason(final)
+    return "tool_calls" if called and reason == "stop" else reason
 
 
 def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) -> dict[str, Any]:
@@ -223,54 +239,47 @@ def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) ->
 
 
 async def _stream_chat(
-    state: ServerState, stream: Any, req: ChatRequest, env: dict[str, Any], n_prompt: int
+    state: ServerState,
+    stream: Any,
+    req: ChatRequest,
+    env: dict[str, Any],
+    plan: ChatPlan,
+    n_prompt: int,
 ) -> AsyncIterator[bytes]:
-    started: set[int] = set()
+    readers: dict[int, ChatDeltas] = {}
     finals = []
+
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            **env,
+            "choices": [
+                {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+            ],
+        }
+
     async for _, ev in gen.merged([stream]):
-        if ev.index not in started:
-            started.add(ev.index)
-            yield sse(
-                {
-                    **env,
-                    "choices": [
-                        {
-                            "index": ev.index,
-                            "delta": {"role": "assistant", "content": None},
-                            "logprobs": None,
-                            "finish_reason": None,
-                        }
-                    ],
-                }
-            )
+        reader = readers.get(ev.index)
+        if reader is None:
+            reader = readers[ev.index] = plan.deltas()
+            yield sse(chunk(ev.index, {"role": "assistant", "content": None}))
         if ev.type == "token":
-            if not ev.text and not (req.logprobs and ev.token >= 0):
-                continue
-            choice: dict[str, Any] = {
-                "index": ev.index,
-                "delta": {"content": ev.text.decode("utf-8", errors="replace")},
-                "logprobs": None,
-                "finish_reason": None,
-            }
-            if req.logprobs and ev.token >= 0:
-                choice["logprobs"] = _chat_logprobs(state, [ev], req.top_logprobs or 0)
-            yield sse({**env, "choices": [choice]})
+            deltas = reader.feed(ev.text.decode("utf-8", errors="replace")) if ev.text else []
+            want_probs = req.logprobs and ev.token >= 0
+            if want_probs and not deltas:
+                deltas = [{"content": ""}]
+            for i, delta in enumerate(deltas):
+                c = chunk(ev.index, delta)
+                if want_probs and i == 0:
+                    c["choices"][0]["logprobs"] = _chat_logprobs(state, [ev], req.top_logprobs or 0)
+                yield sse(c)
         else:
             finals.append(ev)
-            chunk = {
-                **env,
-                "choices": [
-                    {
-                        "index": ev.index,
-                        "delta": {},
-                        "logprobs": None,
-                        "finish_reason": gen.finish_reason(ev),
-                    }
-                ],
-            }
+            for delta in reader.finish():
+                yield sse(chunk(ev.index, delta))
+            last = chunk(ev.index, {}, _chat_finish(ev, reader.n_calls > 0))
             if req.n == 1:
-                chunk["timings"] = gen.timings(ev)
-            yield sse(chunk)
+                last["timings"] = gen.timings(ev)
+            yield sse(last)
     if req.stream_options and req.stream_options.include_usage:
         yield sse({**env, "choices": [], "usage": gen.usage(finals, n_prompt)})
     yield b"data: [DONE]\n\n"

@@ -112,6 +112,8 @@ class ChatRequest(Sampling):
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning_format: str | None = None
     stream_options: StreamOptions | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool = True

@@ -1,0 +1,88 @@
+"""Reasoning ("thinking") text: ``<think>...</think>`` at the start of a reply, or a reply that
+starts inside it because the prompt already opened the tag. llama-server's
+``--reasoning-format``: ``none`` leaves it in the content; ``deepseek`` and ``auto`` move it
+to ``reasoning_content`` (streamed too); ``deepseek-legacy`` does so only for whole replies
+and leaves it inline in streamed content."""
+
+from __future__ import annotations
+
+__all__ = ["FORMATS", "ReasoningStream", "split_reasoning", "template_thinks", "thinking_open"]
+
+START, END = "<think>", "</think>"
+FORMATS = ("none", "deepseek", "deepseek-legacy", "auto")
+
+
+def template_thinks(template_source: str) -> bool:
+    return START in template_source and END in template_source
+
+
+def thinking_open(prompt: str) -> bool:
+    """The rendered prompt ends inside an opened think block: the reply starts as reasoning."""
+    tail = prompt.rstrip()
+    return tail.endswith(START)
+
+
+def split_reasoning(text: str, opened: bool) -> tuple[str, str]:
+    """(reasoning, content) of a whole reply. Without a think block: ("", text)."""
+    s = ReasoningStream(opened)
+    r1, c1 = s.feed(text)
+    r2, c2 = s.finish()
+    return (r1 + r2).strip(), c1 + c2
+
+
+def _partial_suffix(buf: str, tag: str) -> int:
+    """Length of the longest end of buf that begins tag (held back: the tag may follow)."""
+    for k in range(min(len(tag) - 1, len(buf)), 0, -1):
+        if tag.startswith(buf[-k:]):
+            return k
+    return 0
+
+
+class ReasoningStream:
+    """Splits streamed text into (reasoning_delta, content_delta) pairs."""
+
+    def __init__(self, opened: bool = False) -> None:
+        self.state = "think" if opened else "start"
+        self.buf = ""
+
+    def feed(self, delta: str) -> tuple[str, str]:
+        self.buf += delta
+        reasoning: list[str] = []
+        content: list[str] = []
+        while self.buf:
+            if self.state == "start":
+                head = self.buf.lstrip()
+                if head.startswith(START):
+                    self.buf = head[len(START) :]
+                    self.state = "think"
+                    continue
+                if START.startswith(head):
+                    break  # still maybe a think tag (or only whitespace so far)
+                self.state = "content"
+            if self.state == "think":
+                at = self.buf.find(END)
+                if at < 0:
+                    keep = _partial_suffix(self.buf, END)
+                    reasoning.append(self.buf[: len(self.buf) - keep])
+                    self.buf = self.buf[len(self.buf) - keep :]
+                    break
+                reasoning.append(self.buf[:at])
+                self.buf = self.buf[at + len(END) :]
+                self.state = "after"
+                continue
+            if self.state == "after":
+                self.buf = self.buf.lstrip()
+                if not self.buf:
+                    break
+                self.state = "content"
+            content.append(self.buf)
+            self.buf = ""
+        return "".join(reasoning), "".join(content)
+
+    def finish(self) -> tuple[str, str]:
+        rest, self.buf = self.buf, ""
+        if self.state == "think":
+            return rest, ""  # never closed: all of it was reasoning
+        if self.state == "after":
+            return "", rest.lstrip()
+        return "", rest

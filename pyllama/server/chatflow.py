@@ -1,0 +1,231 @@
+"""A chat request from messages to prompt tokens and back from generated text to an
+assistant message: tools (template rendering, grammar, parsing) and reasoning. Shared by
+every protocol that speaks chat (OpenAI chat, Anthropic, Responses, Ollama)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyllama import _core
+from pyllama.chat import ChatTemplateError, tokenize_chat, validate_messages
+from pyllama.reasoning import (
+    FORMATS,
+    ReasoningStream,
+    split_reasoning,
+    template_thinks,
+    thinking_open,
+)
+from pyllama.server.errors import APIError
+from pyllama.server.state import ServerState
+from pyllama.toolcalls import (
+    ToolCall,
+    ToolFormat,
+    ToolStream,
+    detect_format,
+    generic_system_prompt,
+    parse_tool_calls,
+    template_context,
+    tool_grammar,
+    validate_tools,
+)
+
+__all__ = ["ChatDeltas", "ChatPlan", "plan_chat"]
+
+
+@dataclass
+class ChatPlan:
+    """What to generate for a chat request and how to read the output."""
+
+    messages: list[dict[str, Any]]
+    prompt: str
+    tokens: list[int]
+    grammar: str | None = None
+    trigger_patterns: list[str] = field(
+        default_factory=list
+    )  # lazy grammar: free text until one matches
+    preserved: list[int] = field(default_factory=list)  # special tokens written out as text
+    tools: ToolFormat | None = None
+    reasoning: str = "none"  # effective reasoning format; "none": left in the content
+    opened: bool = False  # the prompt opened a think block
+
+    def message(self, text: str) -> tuple[dict[str, Any], list[ToolCall]]:
+        """The assistant message for a whole reply, and its tool calls."""
+        reasoning, content = ("", text)
+        if self.reasoning != "none":
+            reasoning, content = split_reasoning(text, self.opened)
+        calls: list[ToolCall] = []
+        if self.tools is not None:
+            content, calls = parse_tool_calls(self.tools, content)
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if calls and not content else content,
+        }
+        if reasoning:
+            msg["reasoning_content"] = reasoning
+        if calls:
+            msg["tool_calls"] = [c.to_openai() for c in calls]
+        return msg, calls
+
+    def deltas(self) -> ChatDeltas:
+        return ChatDeltas(self)
+
+
+class ChatDeltas:
+    """Streamed text in, OpenAI-style message deltas out (reasoning_content, content,
+    tool_calls), each a dict ready for a chunk's ``delta``."""
+
+    def __init__(self, plan: ChatPlan) -> None:
+        inline = plan.reasoning in ("none", "deepseek-legacy")
+        self.reasoning = None if inline else ReasoningStream(plan.opened)
+        self.tools = ToolStream(plan.tools) if plan.tools is not None else None
+        self.n_calls = 0
+
+    def _out(self, reasoning: str, content: str, final: bool) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if reasoning:
+            out.append({"reasoning_content": reasoning})
+        calls: list[ToolCall] = []
+        if self.tools is not None:
+            text, calls = self.tools.feed(content) if content else ("", [])
+            if final:
+                rest, more = self.tools.finish()
+                text, calls = text + rest, calls + more
+            content = text
+        if content:
+            out.append({"content": content})
+        for c in calls:
+            out.append({"tool_calls": [c.to_openai(self.n_calls)]})
+            self.n_calls += 1
+        return out
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        if self.reasoning is None:
+            return self._out("", text, False)
+        r, c = self.reasoning.feed(text)
+        return self._out(r, c, False)
+
+    def finish(self) -> list[dict[str, Any]]:
+        if self.reasoning is None:
+            return self._out("", "", True)
+        r, c = self.reasoning.finish()
+        return self._out(r, c, True)
+
+
+def _tool_choice(choice: Any, functions: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """("auto" | "required" | "none", the functions allowed)."""
+    if choice is None:
+        return "auto", functions
+    if isinstance(choice, str):
+        if choice not in ("auto", "required", "none"):
+            raise APIError(400, f"Invalid tool_choice: {choice}")
+        return choice, functions
+    if isinstance(choice, Mapping):
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if choice.get("type") == "function" and isinstance(name, str):
+            chosen = [f for f in functions if f["name"] == name]
+            if not chosen:
+                raise APIError(400, f"tool_choice names an unknown function '{name}'")
+            return "required", chosen
+    raise APIError(400, "Invalid tool_choice: expected 'auto', 'none', 'required' or a function")
+
+
+def _single_special(model: _core.Model, text: str) -> int | None:
+    toks = model.tokenize(text, False, True)
+    if len(toks) == 1 and model.tokenize(text, False, False) != toks:
+        return toks[0]
+    return None
+
+
+def plan_chat(
+    state: ServerState,
+    messages: Any,
+    *,
+    tools: Any = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: bool | None = None,
+    reasoning_format: str | None = None,
+    add_generation_prompt: bool = True,
+    template_kwargs: Mapping[str, Any] | None = None,
+    has_grammar: bool = False,
+) -> ChatPlan:
+    """Render and tokenize a chat; raises APIError(400) for bad messages, tools or template
+    failures."""
+    model, _ = state.require()
+    template = state.template
+    assert template is not None
+    try:
+        msgs = validate_messages(messages)
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
+    fmt: ToolFormat | None = None
+    grammar: str | None = None
+    words: list[str] = []
+    render_tools = None
+    if tools:
+        try:
+            functions = validate_tools(tools)
+        except ValueError as e:
+            raise APIError(400, str(e)) from e
+        mode, functions = _tool_choice(tool_choice, functions)
+        if mode != "none":
+            if has_grammar:
+                raise APIError(400, "Cannot use custom grammar constraints with tools.")
+            fmt = detect_format(template.source)
+            parallel = bool(parallel_tool_calls)
+            required = mode == "required"
+            try:
+                grammar, words = tool_grammar(
+                    fmt, functions, required, parallel, _core.json_schema_to_grammar
+                )
+            except (ValueError, RuntimeError) as e:
+                raise APIError(400, f"tools: {e}") from e
+            if fmt.generic:
+                msgs = _with_system(msgs, generic_system_prompt(functions, required, parallel))
+            else:
+                render_tools = [{"type": "function", "function": f} for f in functions]
+    extra = {**state.settings.chat_template_kwargs, **(template_kwargs or {})}
+    if fmt is not None and render_tools:
+        extra.update(template_context(fmt, render_tools))
+    try:
+        prompt = template.render(
+            msgs, add_generation_prompt=add_generation_prompt, tools=render_tools, **extra
+        )
+    except ChatTemplateError as e:
+        raise APIError(400, str(e)) from e
+    rf = reasoning_format or state.settings.reasoning_format
+    if rf not in FORMATS:
+        raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")
+    thinks = template_thinks(template.source)
+    plan = ChatPlan(
+        messages=msgs,
+        prompt=prompt,
+        tokens=tokenize_chat(model, msgs, prompt),
+        grammar=grammar,
+        tools=fmt,
+        reasoning=rf if thinks else "none",
+        opened=thinks and thinking_open(prompt),
+    )
+    markers = [m for m in (fmt.start, fmt.end) if m] if fmt is not None else []
+    if thinks:
+        markers += ["<think>", "</think>"]
+    for m in markers:
+        tok = _single_special(model, m)
+        if tok is not None:
+            plan.preserved.append(tok)
+    # lazy grammar: the trigger may appear anywhere; the grammar applies from it on
+    plan.trigger_patterns = (
+        ["^[\\s\\S]*?(" + "|".join(re.escape(w) for w in words) + ")[\\s\\S]*"] if words else []
+    )
+    return plan
+
+
+def _with_system(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    if msgs and msgs[0].get("role") == "system":
+        first = dict(msgs[0])
+        first["content"] = f"{first.get('content') or ''}\n\n{text}".lstrip()
+        return [first, *msgs[1:]]
+    return [{"role": "system", "content": text}, *msgs]
