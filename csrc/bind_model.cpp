@@ -60,6 +60,7 @@ void register_model(py::module_ & m) {
         .def_property_readonly("token_fim_sep", [](const Model & s) { return llama_vocab_fim_sep(s.vocab()); })
         .def_property_readonly("add_bos", [](const Model & s) { return llama_vocab_get_add_bos(s.vocab()); })
         .def_property_readonly("add_eos", [](const Model & s) { return llama_vocab_get_add_eos(s.vocab()); })
+        .def_property_readonly("add_sep", [](const Model & s) { return llama_vocab_get_add_sep(s.vocab()); })
         .def("is_eog", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_is_eog(s.vocab(), t); }, py::arg("token"))
         .def("is_control", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_is_control(s.vocab(), t); }, py::arg("token"))
         .def("token_text", [](const Model & s, llama_token t) { s.check_token(t); return py::bytes(llama_vocab_get_text(s.vocab(), t)); }, py::arg("token"))

@@ -46,6 +46,9 @@ class Model:
     def add_eos(self) -> bool:
         ...
     @property
+    def add_sep(self) -> bool:
+        ...
+    @property
     def description(self) -> str:
         ...
     @property

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyllama.server import admin, native, openai
+from pyllama.server import admin, infill, native, openai, rerank
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.errors import APIError, error_response
 from pyllama.server.settings import Settings
@@ -58,7 +58,11 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
 
     routes = [
         Route(path, fn, methods=methods)
-        for path, fn, methods in native.ROUTES + openai.ROUTES + admin.ROUTES
+        for path, fn, methods in native.ROUTES
+        + openai.ROUTES
+        + admin.ROUTES
+        + infill.ROUTES
+        + rerank.ROUTES
     ]
     middleware = [Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)]
     if settings.cors_origins:

@@ -170,6 +170,7 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
         "shift the context when generation fills it (default: off)",
     )
     flag("--keep", dest="n_keep", type=int, default=0)
+    flag("--spm-infill", action="store_true", help="infill: suffix before prefix")
     flag("--cache-reuse", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE")
     flag("-sps", "--slot-prompt-similarity", type=float, default=0.1)
     flag(
@@ -308,6 +309,7 @@ def parse_args(
         lora=lora,
         lora_init_without_apply=bool(a.lora_init_without_apply),
         context_shift=bool(a.context_shift),
+        spm_infill=a.spm_infill,
         n_keep=a.n_keep,
         cache_reuse=a.cache_reuse,
         slot_prompt_similarity=a.slot_prompt_similarity,

@@ -93,7 +93,13 @@ async def completion(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, CompletionRequest)
     model, _ = state.require()
-    prompts = gen.tokenize_prompts(model, req.prompt)
+    return await run_completion(request, state, req, gen.tokenize_prompts(model, req.prompt))
+
+
+async def run_completion(
+    request: Request, state: ServerState, req: Any, prompts: list[list[int]]
+) -> Response:
+    """/completion's generation and answer for tokenized prompts (also /infill's)."""
     n_predict = req.n_predict if req.n_predict is not None else req.max_tokens
     opts = gen.Options(
         n_predict=-1 if n_predict is None else n_predict,

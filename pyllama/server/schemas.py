@@ -86,6 +86,16 @@ class CompletionRequest(Sampling):
     max_tokens: int | None = Field(None, ge=-1, le=MAX_TOKENS)
 
 
+class InfillRequest(Sampling):
+    input_prefix: str | list[int | str]
+    input_suffix: str | list[int | str]
+    input_extra: list[dict[str, Any]] = Field(default_factory=list, max_length=1024)
+    prompt: str = ""
+    n_cmpl: int = Field(1, ge=1, le=128)
+    response_fields: list[str] | None = None
+    max_tokens: int | None = Field(None, ge=-1, le=MAX_TOKENS)
+
+
 class StreamOptions(_Model):
     include_usage: bool = False
 

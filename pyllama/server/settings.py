@@ -46,6 +46,7 @@ class Settings:
     lora: list[tuple[str, float]] = field(default_factory=list)
     lora_init_without_apply: bool = False
     context_shift: bool = False
+    spm_infill: bool = False
     n_keep: int = 0
     cache_reuse: int = 0
     slot_prompt_similarity: float = 0.1
