@@ -75,6 +75,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVER_PIDS: dict[str, int] = {}  # base URL -> process id, for tests that inspect the process
+
+
 @contextlib.contextmanager
 def running_server(*args: str, timeout: float = 120.0) -> Iterator[str]:
     """A real ``pyllama-server`` process (``python -m pyllama.server ARGS``) on a free
@@ -104,8 +107,10 @@ def running_server(*args: str, timeout: float = 120.0) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise TimeoutError("pyllama-server did not become healthy")
             time.sleep(0.1)
+        SERVER_PIDS[url] = proc.pid
         yield url
     finally:
+        SERVER_PIDS.pop(url, None)
         proc.terminate()
         try:
             proc.wait(timeout=15)

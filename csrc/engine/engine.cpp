@@ -757,7 +757,7 @@ void Engine::sample_slot(Slot & s, int32_t row) {
         finish(s, StopReason::Limit);
     } else if (tp.t_max_predict_ms > 0 && elapsed_ms > static_cast<double>(tp.t_max_predict_ms)) {
         finish(s, StopReason::Timeout);
-    } else if (static_cast<int32_t>(s.n_past) >= n_ctx_slot_) {
+    } else if (static_cast<int32_t>(s.n_past) + 1 >= n_ctx_slot_) {  // as llama-server: room for this token
         if (params_.context_shift) {
             context_shift(s);
             if (s.task) s.sampled = tok;

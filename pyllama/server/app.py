@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import signal
+import threading
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -107,5 +109,29 @@ def serve(settings: Settings) -> int:
         config["ssl_keyfile"] = settings.ssl_key_file
         config["ssl_certfile"] = settings.ssl_cert_file
     print(f"pyllama-server: listening on http://{settings.host}:{settings.port}", flush=True)
-    uvicorn.run(app, **config)
-    return 0
+    server = _server_class()(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
+    server.run()
+    return 0 if server.started else 1
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, so the process
+            # would die of the signal; a clean shutdown exits 0 instead (as llama-server).
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            old = {
+                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                yield
+            finally:
+                for sig, handler in old.items():
+                    signal.signal(sig, handler)
+
+    return Server

@@ -53,6 +53,10 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
+MAX_HEADERS = 100  # as h11's and llama-server's limits, roughly
+MAX_HEADER_BYTES = 16 * 1024
+
+
 class BodyLimitMiddleware:
     def __init__(self, app: Any, max_bytes: int) -> None:
         self.app = app
@@ -61,6 +65,13 @@ class BodyLimitMiddleware:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        headers = scope.get("headers", [])
+        if (
+            len(headers) > MAX_HEADERS
+            or sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES
+        ):
+            await error_response(431, "request headers too large")(scope, receive, send)
             return
         length = _header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:

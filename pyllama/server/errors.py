@@ -18,6 +18,7 @@ TYPES = {
     405: "invalid_request_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
+    431: "invalid_request_error",
     500: "server_error",
     501: "not_supported_error",
     503: "unavailable_error",
