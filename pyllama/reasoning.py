@@ -6,14 +6,45 @@ and leaves it inline in streamed content."""
 
 from __future__ import annotations
 
-__all__ = ["FORMATS", "ReasoningStream", "split_reasoning", "template_thinks", "thinking_open"]
+__all__ = [
+    "FORMATS",
+    "ReasoningStream",
+    "close_thinking",
+    "split_reasoning",
+    "template_thinks",
+    "thinking_open",
+    "thinking_tags",
+]
 
 START, END = "<think>", "</think>"
 FORMATS = ("none", "deepseek", "deepseek-legacy", "auto")
 
 
+# (start, end) thinking tags of the template families that have them
+TAGS = (("<think>", "</think>"), ("<|START_THINKING|>", "<|END_THINKING|>"))
+
+
 def template_thinks(template_source: str) -> bool:
     return START in template_source and END in template_source
+
+
+def thinking_tags(template_source: str) -> tuple[str, str] | None:
+    for start, end in TAGS:
+        if start in template_source and end in template_source:
+            return start, end
+    return None
+
+
+def close_thinking(prompt: str, tags: tuple[str, str]) -> str:
+    """--reasoning off: the reply starts after an empty, closed thinking block (what
+    llama-server appends to a prompt that opened one, or that stops before one)."""
+    start, end = tags
+    tail = prompt.rstrip()
+    if tail.endswith(end):
+        return prompt  # the template closed it itself (enable_thinking=false)
+    if tail.endswith(start):
+        return prompt + end
+    return prompt + start + end
 
 
 def thinking_open(prompt: str) -> bool:

@@ -17,7 +17,6 @@ import json
 import re
 import secrets
 import string
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,11 +126,8 @@ def detect_format(template_source: str) -> ToolFormat:
 
 def template_context(fmt: ToolFormat, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Extra template variables a family's template reads besides ``tools``."""
-    if fmt is FIREFUNCTION:  # reads the tools as JSON text, and the date
-        return {
-            "functions": json.dumps(list(tools), indent=2, ensure_ascii=False),
-            "datetime": time.strftime("%b %d %Y %H:%M:%S GMT", time.gmtime()),
-        }
+    if fmt is FIREFUNCTION:  # reads the tools as JSON text ("" without tools)
+        return {"functions": json.dumps(list(tools), indent=2, ensure_ascii=False) if tools else ""}
     return {}
 
 

@@ -5,6 +5,7 @@ every protocol that speaks chat (OpenAI chat, Anthropic, Responses, Ollama)."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,9 +15,11 @@ from pyllama.chat import ChatTemplateError, tokenize_chat, validate_messages
 from pyllama.reasoning import (
     FORMATS,
     ReasoningStream,
+    close_thinking,
     split_reasoning,
     template_thinks,
     thinking_open,
+    thinking_tags,
 )
 from pyllama.server.errors import APIError
 from pyllama.server.state import ServerState
@@ -187,15 +190,23 @@ def plan_chat(
                 msgs = _with_system(msgs, generic_system_prompt(functions, required, parallel))
             else:
                 render_tools = [{"type": "function", "function": f} for f in functions]
+    thinking = state.settings.reasoning  # --reasoning on|off|auto
     extra = {**state.settings.chat_template_kwargs, **(template_kwargs or {})}
-    if fmt is not None and render_tools:
-        extra.update(template_context(fmt, render_tools))
+    extra.setdefault("enable_thinking", thinking != "off")  # llama.cpp always sets it
+    # what llama.cpp adds to every template's context: today's date in two formats
+    now = time.localtime()
+    extra.setdefault("datetime", time.strftime("%b %d %Y", now))
+    extra.setdefault("date_string", time.strftime("%d %b %Y", now))
+    extra.update(template_context(fmt or detect_format(template.source), render_tools or []))
     try:
         prompt = template.render(
             msgs, add_generation_prompt=add_generation_prompt, tools=render_tools, **extra
         )
     except ChatTemplateError as e:
         raise APIError(400, str(e)) from e
+    tags = thinking_tags(template.source)
+    if thinking == "off" and tags is not None and add_generation_prompt:
+        prompt = close_thinking(prompt, tags)
     rf = reasoning_format or state.settings.reasoning_format
     if rf not in FORMATS:
         raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")

@@ -159,6 +159,14 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
         choices=["none", "deepseek", "deepseek-legacy", "auto"],
         env="LLAMA_ARG_THINK",
     )
+    flag(
+        "-rea",
+        "--reasoning",
+        default="auto",
+        choices=["on", "off", "auto"],
+        env="LLAMA_ARG_REASONING",
+        help="thinking in templates that support it (off: an empty, closed block)",
+    )
     flag("--lora", action="append", default=[], help="LoRA adapter path(s), comma-separated")
     flag("--lora-scaled", action="append", default=[], help="FNAME:SCALE,...")
     flag("--lora-init-without-apply", action="store_true")
@@ -305,6 +313,7 @@ def parse_args(
         chat_template=template,
         jinja=a.jinja is not False,
         reasoning_format=a.reasoning_format,
+        reasoning=a.reasoning,
         chat_template_kwargs=kwargs,
         lora=lora,
         lora_init_without_apply=bool(a.lora_init_without_apply),

@@ -42,6 +42,7 @@ class Settings:
     chat_template: str | None = None  # template text (from --chat-template or its file)
     jinja: bool = True
     reasoning_format: str = "auto"
+    reasoning: str = "auto"  # on | off | auto
     chat_template_kwargs: dict[str, object] = field(default_factory=dict)
     lora: list[tuple[str, float]] = field(default_factory=list)
     lora_init_without_apply: bool = False
