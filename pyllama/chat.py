@@ -10,6 +10,7 @@ the size of what a render may produce.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -109,11 +110,16 @@ class ChatTemplate:
         **extra: Any,
     ) -> str:
         """Render ``messages``; raises ChatTemplateError on any template failure."""
+        now = time.localtime()
         context = {
             "messages": messages,
             "add_generation_prompt": add_generation_prompt,
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
+            # what llama.cpp puts in every template's context
+            "enable_thinking": True,
+            "datetime": time.strftime("%b %d %Y", now),
+            "date_string": time.strftime("%d %b %Y", now),
             **extra,
         }
         if tools:

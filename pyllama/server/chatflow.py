@@ -5,7 +5,6 @@ every protocol that speaks chat (OpenAI chat, Anthropic, Responses, Ollama)."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,11 +191,8 @@ def plan_chat(
                 render_tools = [{"type": "function", "function": f} for f in functions]
     thinking = state.settings.reasoning  # --reasoning on|off|auto
     extra = {**state.settings.chat_template_kwargs, **(template_kwargs or {})}
-    extra.setdefault("enable_thinking", thinking != "off")  # llama.cpp always sets it
-    # what llama.cpp adds to every template's context: today's date in two formats
-    now = time.localtime()
-    extra.setdefault("datetime", time.strftime("%b %d %Y", now))
-    extra.setdefault("date_string", time.strftime("%d %b %Y", now))
+    if thinking == "off":
+        extra.setdefault("enable_thinking", False)
     extra.update(template_context(fmt or detect_format(template.source), render_tools or []))
     try:
         prompt = template.render(
