@@ -11,7 +11,6 @@ __all__ = [
     "ReasoningStream",
     "close_thinking",
     "split_reasoning",
-    "template_thinks",
     "thinking_open",
     "thinking_tags",
 ]
@@ -21,11 +20,7 @@ FORMATS = ("none", "deepseek", "deepseek-legacy", "auto")
 
 
 # (start, end) thinking tags of the template families that have them
-TAGS = (("<think>", "</think>"), ("<|START_THINKING|>", "<|END_THINKING|>"))
-
-
-def template_thinks(template_source: str) -> bool:
-    return START in template_source and END in template_source
+TAGS = ((START, END), ("<|START_THINKING|>", "<|END_THINKING|>"))
 
 
 def thinking_tags(template_source: str) -> tuple[str, str] | None:

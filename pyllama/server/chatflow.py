@@ -12,11 +12,12 @@ from typing import Any
 from pyllama import _core
 from pyllama.chat import ChatTemplateError, tokenize_chat, validate_messages
 from pyllama.reasoning import (
+    END,
     FORMATS,
+    START,
     ReasoningStream,
     close_thinking,
     split_reasoning,
-    template_thinks,
     thinking_open,
     thinking_tags,
 )
@@ -206,7 +207,7 @@ def plan_chat(
     rf = reasoning_format or state.settings.reasoning_format
     if rf not in FORMATS:
         raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")
-    thinks = template_thinks(template.source)
+    thinks = tags == (START, END)  # the tags the reply parser knows
     plan = ChatPlan(
         messages=msgs,
         prompt=prompt,
