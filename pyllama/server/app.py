@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyllama.server import admin, infill, native, openai, rerank
+from pyllama.server import admin, anthropic, infill, native, ollama, openai, rerank, responses
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.errors import APIError, error_response
 from pyllama.server.settings import Settings
@@ -30,18 +30,20 @@ log = logging.getLogger("pyllama.server")
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, APIError)
-    return error_response(exc.status, exc.message, exc.type, **exc.extra)
+    return error_response(exc.status, exc.message, exc.type, request.url.path, **exc.extra)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = "File Not Found" if exc.status_code == 404 else str(exc.detail)
-    return error_response(exc.status_code, message)
+    return error_response(exc.status_code, message, path=request.url.path)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s", request.url.path)
-    return error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+    return error_response(
+        500, f"internal error: {type(exc).__name__}: {exc}", path=request.url.path
+    )
 
 
 def create_app(settings: Settings | None = None, state: ServerState | None = None) -> Starlette:
@@ -60,11 +62,8 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
 
     routes = [
         Route(path, fn, methods=methods)
-        for path, fn, methods in native.ROUTES
-        + openai.ROUTES
-        + admin.ROUTES
-        + infill.ROUTES
-        + rerank.ROUTES
+        for module in (native, openai, admin, infill, rerank, anthropic, responses, ollama)
+        for path, fn, methods in module.ROUTES
     ]
     middleware = [Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)]
     if settings.cors_origins:

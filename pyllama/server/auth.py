@@ -48,7 +48,7 @@ class ApiKeyMiddleware:
             and scope["path"] not in PUBLIC_PATHS
             and not self._allowed(scope)
         ):
-            await error_response(401, "Invalid API Key")(scope, receive, send)
+            await error_response(401, "Invalid API Key", path=scope["path"])(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -71,13 +71,13 @@ class BodyLimitMiddleware:
             len(headers) > MAX_HEADERS
             or sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES
         ):
-            await error_response(431, "request headers too large")(scope, receive, send)
+            await error_response(431, "request headers too large", path=scope["path"])(
+                scope, receive, send
+            )
             return
         length = _header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await error_response(413, f"the request body exceeds {self.max_bytes} bytes")(
-                scope, receive, send
-            )
+            await self._too_large(scope, receive, send)
             return
         seen = 0
 
@@ -93,9 +93,11 @@ class BodyLimitMiddleware:
         try:
             await self.app(scope, bounded, send)
         except _TooLarge:
-            await error_response(413, f"the request body exceeds {self.max_bytes} bytes")(
-                scope, receive, send
-            )
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        message = f"the request body exceeds {self.max_bytes} bytes"
+        await error_response(413, message, path=scope["path"])(scope, receive, send)
 
 
 class _TooLarge(Exception):

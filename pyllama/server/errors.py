@@ -1,13 +1,15 @@
-"""llama-server's error envelope: ``{"error": {"code", "message", "type"}}``."""
+"""llama-server's error envelope: ``{"error": {"code", "message", "type"}}``, and the
+other protocols' shapes (Anthropic, Ollama) chosen by the request path."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 from starlette.responses import Response
 
-__all__ = ["TYPES", "APIError", "error_body", "error_response"]
+__all__ = ["TYPES", "APIError", "error_body", "error_response", "register_shape"]
 
 # HTTP status -> llama-server error type
 TYPES = {
@@ -45,9 +47,26 @@ def error_body(status: int, message: str, type_: str | None = None, **extra: Any
     return {"error": err}
 
 
-def error_response(status: int, message: str, type_: str | None = None, **extra: Any) -> Response:
-    return Response(
-        orjson.dumps(error_body(status, message, type_, **extra)),
-        status_code=status,
-        media_type="application/json",
-    )
+# (status, message, type, extra) -> body, for the routes under a path prefix
+ErrorShape = Callable[[int, str, str, dict[str, Any]], Any]
+_SHAPES: list[tuple[str, ErrorShape]] = []
+
+
+def register_shape(prefixes: tuple[str, ...], shape: ErrorShape) -> None:
+    """Errors on paths starting with one of ``prefixes`` take ``shape`` (a protocol's own
+    error body) instead of llama-server's envelope."""
+    _SHAPES.extend((p, shape) for p in prefixes)
+
+
+def error_response(
+    status: int, message: str, type_: str | None = None, path: str = "", **extra: Any
+) -> Response:
+    type_ = type_ or TYPES.get(status, "server_error")
+    body: Any = None
+    for prefix, shape in _SHAPES:
+        if path.startswith(prefix):
+            body = shape(status, message, type_, extra)
+            break
+    if body is None:
+        body = error_body(status, message, type_, **extra)
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")

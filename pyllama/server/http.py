@@ -12,7 +12,7 @@ from starlette.responses import Response, StreamingResponse
 
 from pyllama.server.errors import APIError
 
-__all__ = ["json_response", "parse", "sse", "sse_response"]
+__all__ = ["describe_validation", "json_response", "parse", "sse", "sse_response"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -21,7 +21,7 @@ def json_response(data: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(data), status_code=status, media_type="application/json")
 
 
-def _describe(e: ValidationError) -> str:
+def describe_validation(e: ValidationError) -> str:
     parts = []
     for err in e.errors()[:5]:
         loc = ".".join(str(x) for x in err["loc"]) or "body"
@@ -44,7 +44,7 @@ async def parse(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise APIError(400, _describe(e)) from e
+        raise APIError(400, describe_validation(e)) from e
 
 
 def sse(data: Any) -> bytes:

@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pyllama import _core
-from pyllama.sampling import grammar_for_response_format
 from pyllama.server import generation as gen
-from pyllama.server.chatflow import ChatDeltas, ChatPlan, plan_chat
+from pyllama.server.chatflow import ChatDeltas
+from pyllama.server.chatrun import ChatCall, ChatTurn, finish_reason, start_chat
 from pyllama.server.errors import APIError
 from pyllama.server.http import json_response, parse, sse, sse_response
 from pyllama.server.schemas import ChatRequest, EmbeddingRequest, OAICompletionRequest
@@ -168,65 +168,49 @@ async def chat_completions(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
-    rf = req.response_format or {}
-    plan = plan_chat(
-        state,
-        req.messages,
-        tools=req.tools,
-        tool_choice=req.tool_choice,
-        parallel_tool_calls=req.parallel_tool_calls,
-        reasoning_format=req.reasoning_format,
-        add_generation_prompt=req.add_generation_prompt,
-        template_kwargs=req.chat_template_kwargs,
-        has_grammar=bool(
-            req.grammar or req.json_schema or rf.get("type") in ("json_object", "json_schema")
-        ),
-    )
-    try:
-        grammar = plan.grammar or grammar_for_response_format(req.response_format)
-    except ValueError as e:
-        raise APIError(400, str(e)) from e
     n_probs = (req.top_logprobs or 0) if req.logprobs else 0
     if req.logprobs and not n_probs:
         n_probs = 1  # the chosen token's own logprob needs at least one candidate
-    opts = gen.Options(
-        n_predict=_n_predict(req.max_completion_tokens, req.max_tokens, req.n_predict),
-        n_cmpl=req.n,
-        n_probs=n_probs,
-        grammar=grammar,
-        trigger_patterns=plan.trigger_patterns,
-        preserved=plan.preserved,
-        stop=gen.stops(req.stop),
+    turn = start_chat(
+        state,
+        ChatCall(
+            messages=req.messages,
+            sampling=req,
+            n_predict=_n_predict(req.max_completion_tokens, req.max_tokens, req.n_predict),
+            stop=gen.stops(req.stop),
+            tools=req.tools,
+            tool_choice=req.tool_choice,
+            parallel_tool_calls=req.parallel_tool_calls,
+            response_format=req.response_format,
+            reasoning_format=req.reasoning_format,
+            template_kwargs=req.chat_template_kwargs,
+            add_generation_prompt=req.add_generation_prompt,
+            n=req.n,
+            n_probs=n_probs,
+        ),
     )
-    n_prompt = len(plan.tokens)
-    streams = gen.submit(state, gen.make_tasks(state, [plan.tokens], req, opts))
     env = _envelope(state, "chat.completion", "chatcmpl")
     if req.stream:
         env["object"] = "chat.completion.chunk"
-        return sse_response(_stream_chat(state, streams[0], req, env, plan, n_prompt))
-    results = await gen.collect(streams, req.n, request.receive)
+        return sse_response(_stream_chat(state, turn, req, env))
+    results = await gen.collect(turn.streams, req.n, request.receive)
     finals = [r.final for r in results if r.final is not None]
     choices = []
     for r in results:
         assert r.final is not None
-        message, calls = plan.message(r.content)
+        message, calls = turn.plan.message(r.content)
         choice: dict[str, Any] = {
-            "finish_reason": _chat_finish(r.final, bool(calls)),
+            "finish_reason": finish_reason(r.final, bool(calls)),
             "index": r.index,
             "message": message,
         }
         if req.logprobs:
             choice["logprobs"] = _chat_logprobs(state, r.probs, req.top_logprobs or 0)
         choices.append(choice)
-    out = {**env, "choices": choices, "usage": gen.usage(finals, n_prompt)}
+    out = {**env, "choices": choices, "usage": gen.usage(finals, turn.n_prompt)}
     if len(finals) == 1:
         out["timings"] = gen.timings(finals[0])
     return json_response(out)
-
-
-def _chat_finish(final: _core.Event, called: bool) -> str:
-    reason = gen.finish_reason(final)
-    return "tool_calls" if called and reason == "stop" else reason
 
 
 def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) -> dict[str, Any]:
@@ -239,13 +223,9 @@ def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) ->
 
 
 async def _stream_chat(
-    state: ServerState,
-    stream: Any,
-    req: ChatRequest,
-    env: dict[str, Any],
-    plan: ChatPlan,
-    n_prompt: int,
+    state: ServerState, turn: ChatTurn, req: ChatRequest, env: dict[str, Any]
 ) -> AsyncIterator[bytes]:
+    # its own loop rather than ChatTurn.stream: a token's logprobs travel with its delta
     readers: dict[int, ChatDeltas] = {}
     finals = []
 
@@ -257,10 +237,10 @@ async def _stream_chat(
             ],
         }
 
-    async for _, ev in gen.merged([stream]):
+    async for _, ev in gen.merged(turn.streams):
         reader = readers.get(ev.index)
         if reader is None:
-            reader = readers[ev.index] = plan.deltas()
+            reader = readers[ev.index] = turn.plan.deltas()
             yield sse(chunk(ev.index, {"role": "assistant", "content": None}))
         if ev.type == "token":
             deltas = reader.feed(ev.text.decode("utf-8", errors="replace")) if ev.text else []
@@ -276,12 +256,12 @@ async def _stream_chat(
             finals.append(ev)
             for delta in reader.finish():
                 yield sse(chunk(ev.index, delta))
-            last = chunk(ev.index, {}, _chat_finish(ev, reader.n_calls > 0))
+            last = chunk(ev.index, {}, finish_reason(ev, reader.n_calls > 0))
             if req.n == 1:
                 last["timings"] = gen.timings(ev)
             yield sse(last)
     if req.stream_options and req.stream_options.include_usage:
-        yield sse({**env, "choices": [], "usage": gen.usage(finals, n_prompt)})
+        yield sse({**env, "choices": [], "usage": gen.usage(finals, turn.n_prompt)})
     yield b"data: [DONE]\n\n"
 
 
