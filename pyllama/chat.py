@@ -155,11 +155,11 @@ class ChatTemplate:
         return "".join(out)
 
 
-def validate_messages(messages: Any) -> list[dict[str, Any]]:
+def validate_messages(messages: Any, allow_empty: bool = False) -> list[dict[str, Any]]:
     """Check OpenAI-style messages; returns plain dicts. Raises ValueError with the reason."""
     if not isinstance(messages, (list, tuple)):
         raise ValueError("'messages' must be an array of message objects")
-    if not messages:
+    if not messages and not allow_empty:
         raise ValueError("'messages' must not be empty")
     out = []
     for i, m in enumerate(messages):

@@ -154,6 +154,7 @@ def plan_chat(
     add_generation_prompt: bool = True,
     template_kwargs: Mapping[str, Any] | None = None,
     has_grammar: bool = False,
+    allow_empty: bool = False,
 ) -> ChatPlan:
     """Render and tokenize a chat; raises APIError(400) for bad messages, tools or template
     failures."""
@@ -161,7 +162,7 @@ def plan_chat(
     template = state.template
     assert template is not None
     try:
-        msgs = validate_messages(messages)
+        msgs = validate_messages(messages, allow_empty)
     except ValueError as e:
         raise APIError(400, str(e)) from e
     fmt: ToolFormat | None = None

@@ -26,7 +26,34 @@ from pyllama.server.schemas import Sampling
 from pyllama.server.state import ServerState
 from pyllama.toolcalls import ToolCall
 
-__all__ = ["ChatCall", "ChatTurn", "Reply", "sampling_from", "start_chat"]
+__all__ = [
+    "EXTENSIONS",
+    "ChatCall",
+    "ChatTurn",
+    "Reply",
+    "extensions",
+    "sampling_from",
+    "start_chat",
+]
+
+# llama-server's sampling fields that the other protocols' routes accept beside their own
+# (seed, grammar, min_p ...), as extra body fields
+EXTENSIONS = frozenset(
+    [
+        *gen.SAMPLING_FIELDS,
+        "grammar",
+        "json_schema",
+        "seed",
+        "logit_bias",
+        "cache_prompt",
+        "id_slot",
+    ]
+)
+
+
+def extensions(extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The llama-server sampling extensions among a request's unknown fields."""
+    return {k: v for k, v in (extra or {}).items() if k in EXTENSIONS}
 
 
 def sampling_from(fields: Mapping[str, Any]) -> Sampling:
@@ -53,6 +80,7 @@ class ChatCall:
     reasoning_format: str | None = None
     template_kwargs: Mapping[str, Any] | None = None
     add_generation_prompt: bool = True
+    allow_empty: bool = False  # no messages at all renders just the generation prompt
     n: int = 1
     n_probs: int = 0
 
@@ -136,6 +164,7 @@ def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
         reasoning_format=call.reasoning_format,
         add_generation_prompt=call.add_generation_prompt,
         template_kwargs=call.template_kwargs,
+        allow_empty=call.allow_empty,
         has_grammar=bool(
             call.sampling.grammar
             or call.sampling.json_schema

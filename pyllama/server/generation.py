@@ -21,6 +21,7 @@ from pyllama.server.schemas import Sampling
 from pyllama.server.state import ServerState
 
 __all__ = [
+    "SAMPLING_FIELDS",
     "Options",
     "Result",
     "collect",
@@ -32,7 +33,7 @@ __all__ = [
     "tokenize_prompts",
 ]
 
-_SAMPLING = [
+SAMPLING_FIELDS = [
     "top_k",
     "top_p",
     "min_p",
@@ -147,7 +148,7 @@ def make_tasks(
 ) -> list[_core.TaskParams]:
     model, _ = state.require()
     s = state.settings
-    kw: dict[str, Any] = {name: getattr(req, name) for name in _SAMPLING}
+    kw: dict[str, Any] = {name: getattr(req, name) for name in SAMPLING_FIELDS}
     temp = req.temperature if req.temperature is not None else req.temp
     kw["temperature"] = s.temperature if temp is None else temp
     seed = req.seed if req.seed is not None else s.seed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import orjson
@@ -51,16 +51,20 @@ def sse(data: Any) -> bytes:
     return b"data: " + orjson.dumps(data) + b"\n\n"
 
 
-def sse_response(chunks: AsyncIterator[bytes]) -> StreamingResponse:
+def sse_response(
+    chunks: AsyncIterator[bytes], on_error: Callable[[APIError], bytes] | None = None
+) -> StreamingResponse:
     """Starlette cancels ``chunks`` when the client goes away; its ``finally`` blocks
-    close the task streams, which cancels the engine tasks and frees their slots."""
+    close the task streams, which cancels the engine tasks and frees their slots. An
+    error after the first byte travels as an event: ``on_error`` writes it (default:
+    llama-server's envelope as a ``data:`` line)."""
 
     async def guarded() -> AsyncIterator[bytes]:
         try:
             async for chunk in chunks:
                 yield chunk
-        except APIError as e:  # after the first byte: the error travels as an event
-            yield sse(e.body())
+        except APIError as e:
+            yield on_error(e) if on_error is not None else sse(e.body())
 
     return StreamingResponse(
         guarded(),
