@@ -12,13 +12,13 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from pyllama.server import admin, anthropic, infill, native, ollama, openai, rerank, responses
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
+from pyllama.server.cors import CorsMiddleware
 from pyllama.server.errors import APIError, error_response
 from pyllama.server.settings import Settings
 from pyllama.server.state import ServerState
@@ -65,16 +65,18 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
         for module in (native, openai, admin, infill, rerank, anthropic, responses, ollama)
         for path, fn, methods in module.ROUTES
     ]
-    middleware = [Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)]
-    if settings.cors_origins:
+    middleware = []
+    if settings.cors_origins:  # outermost, so that errors (401, 413) carry the headers too
         middleware.append(
             Middleware(
-                CORSMiddleware,
-                allow_origins=settings.cors_origins,
-                allow_methods=["*"],
-                allow_headers=["*"],
+                CorsMiddleware,
+                origins=settings.cors_origins,
+                methods=settings.cors_methods,
+                headers=settings.cors_headers,
+                credentials=settings.cors_credentials,
             )
         )
+    middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
     if settings.api_keys:
         middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys))
     app = Starlette(

@@ -204,7 +204,21 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
         "LLAMA_ARG_CONT_BATCHING",
         "continuous batching (always on in pyllama)",
     )
-    flag("--cors-origins", help="comma-separated origins allowed by CORS (default: none)")
+    flag(
+        "--cors-origins",
+        env="LLAMA_ARG_CORS_ORIGINS",
+        help="comma-separated origins allowed by CORS (default: none, CORS off); "
+        "'localhost' allows any localhost origin, '*' any origin without credentials",
+    )
+    flag("--cors-methods", default="GET, POST, DELETE, OPTIONS", env="LLAMA_ARG_CORS_METHODS")
+    flag("--cors-headers", default="*", env="LLAMA_ARG_CORS_HEADERS")
+    switch(
+        ["--cors-credentials"],
+        ["--no-cors-credentials"],
+        "cors_credentials",
+        "LLAMA_ARG_CORS_CREDENTIALS",
+        "allow credentials for the listed origins (default: on; never with '*')",
+    )
     switch(
         ["--webui"],
         ["--no-webui", "--no-ui"],
@@ -329,6 +343,9 @@ def parse_args(
         max_queue=a.max_queue,
         max_body_bytes=a.max_body_bytes,
         cors_origins=_split(a.cors_origins),
+        cors_methods=a.cors_methods,
+        cors_headers=a.cors_headers,
+        cors_credentials=a.cors_credentials is not False,
         webui=bool(a.webui),
         verbose=bool(a.verbose),
         timeout_s=a.timeout_s,

@@ -58,6 +58,9 @@ class Settings:
     max_queue: int = 256  # requests waiting for a slot before 503
     max_body_bytes: int = 64 << 20  # larger request bodies get 413
     cors_origins: list[str] = field(default_factory=list)  # CORS off unless asked
+    cors_methods: str = "GET, POST, DELETE, OPTIONS"
+    cors_headers: str = "*"
+    cors_credentials: bool = True  # for listed origins only; never with "*"
     webui: bool = False
     verbose: bool = False
     timeout_s: float = 3600.0
