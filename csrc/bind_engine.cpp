@@ -21,6 +21,7 @@ const char * event_type_name(Event::Type t) {
         case Event::Type::Token: return "token";
         case Event::Type::Final: return "final";
         case Event::Type::Error: return "error";
+        case Event::Type::Progress: return "progress";
     }
     return "error";
 }
@@ -41,6 +42,7 @@ py::dict slot_dict(const engine::SlotInfo & s) {
 py::dict metrics_dict(const engine::Metrics & m) {
     py::dict d;
     d["n_prompt_tokens_total"] = m.n_prompt_tokens_total;
+    d["n_prompt_cached_total"] = m.n_prompt_cached_total;
     d["t_prompt_ms_total"] = m.t_prompt_ms_total;
     d["n_predicted_total"] = m.n_predicted_total;
     d["t_predicted_ms_total"] = m.t_predicted_ms_total;
@@ -101,6 +103,7 @@ void register_engine(py::module_ & m) {
         .def_readwrite("n_predict", &TaskParams::n_predict)
         .def_readwrite("stop", &TaskParams::stop)
         .def_readwrite("preserved_tokens", &TaskParams::preserved_tokens)
+        .def_readwrite("return_progress", &TaskParams::return_progress)
         .def_readwrite("t_max_predict_ms", &TaskParams::t_max_predict_ms)
         .def_readwrite("n_probs", &TaskParams::n_probs)
         .def_readwrite("post_sampling_probs", &TaskParams::post_sampling_probs)
@@ -129,6 +132,7 @@ void register_engine(py::module_ & m) {
         .def_readonly("stopping_word", &Event::stopping_word)
         .def_readonly("n_prompt", &Event::n_prompt)
         .def_readonly("n_cached", &Event::n_cached)
+        .def_readonly("n_processed", &Event::n_processed)
         .def_readonly("n_predicted", &Event::n_predicted)
         .def_readonly("t_prompt_ms", &Event::t_prompt_ms)
         .def_readonly("t_predicted_ms", &Event::t_predicted_ms)

@@ -539,6 +539,11 @@ void Engine::admit() {
         primary->state = Slot::State::Prompt;
         primary->parent = nullptr;
         assign(*primary);
+        {
+            std::lock_guard<std::mutex> lk(pub_mu_);
+            metrics_.n_prompt_cached_total += lcp;
+        }
+        emit_progress(*primary);  // before any prompt token is evaluated
         for (Slot * s : idle) {
             if (index >= need) break;
             if (s == primary) continue;
@@ -630,6 +635,7 @@ bool Engine::step() {
                 std::lock_guard<std::mutex> lk(pub_mu_);
                 metrics_.n_prompt_tokens_total += static_cast<uint64_t>(s->chunk);
             }
+            emit_progress(*s);
             if (s->n_past < prompt.size()) continue;
             s->t_prompt_done = now_us();
             {
@@ -748,6 +754,7 @@ void Engine::sample_slot(Slot & s, int32_t row) {
     const auto & keep = tp.preserved_tokens;
     const bool special = !keep.empty() && std::find(keep.begin(), keep.end(), tok) != keep.end();
     ev.text = s.text->push(model_->token_to_piece(tok, special));
+    stamp(ev, s, now_us());  // counts and times so far (timings_per_token)
     emit(s.task->id, std::move(ev), false);
 
     const double elapsed_ms = static_cast<double>(now_us() - s.t_prompt_done) / 1e3;
@@ -834,11 +841,7 @@ void Engine::finish(Slot & s, StopReason reason) {
     ev.index = s.index;
     ev.stop = reason;
     ev.stopping_word = s.text->stopping_word();
-    ev.n_prompt = static_cast<int32_t>(s.prompt().size());
-    ev.n_cached = s.n_cached;
-    ev.n_predicted = s.n_decoded;
-    ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
-    ev.t_predicted_ms = static_cast<double>(t_end - s.t_prompt_done) / 1e3;
+    stamp(ev, s, t_end);
     {
         std::lock_guard<std::mutex> lk(pub_mu_);
         metrics_.n_predicted_total += static_cast<uint64_t>(s.n_decoded);
@@ -882,6 +885,26 @@ void Engine::release(Slot & s) {
     s.chunk = 0;
     s.fed = false;
     s.t_last_used = now_us();
+}
+
+void Engine::stamp(Event & ev, const Slot & s, int64_t now) {
+    ev.n_prompt = static_cast<int32_t>(s.prompt().size());
+    ev.n_cached = s.n_cached;
+    ev.n_predicted = s.n_decoded;
+    ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
+    ev.t_predicted_ms = static_cast<double>(now - s.t_prompt_done) / 1e3;
+}
+
+void Engine::emit_progress(const Slot & s) {
+    if (!s.task->params.return_progress) return;
+    Event ev;
+    ev.type = Event::Type::Progress;
+    ev.n_prompt = static_cast<int32_t>(s.prompt().size());
+    ev.n_cached = s.n_cached;
+    ev.n_processed = static_cast<int32_t>(s.n_past);
+    ev.t_prompt_ms = static_cast<double>(now_us() - s.t_start) / 1e3;
+    if (ev.n_processed == ev.n_cached) ev.t_prompt_ms = 0.0;  // nothing evaluated yet
+    emit(s.task->id, std::move(ev), false);
 }
 
 void Engine::emit(uint64_t id, Event && ev, bool last) {

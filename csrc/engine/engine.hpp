@@ -73,7 +73,8 @@ struct SlotInfo {
 };
 
 struct Metrics {
-    uint64_t n_prompt_tokens_total = 0;
+    uint64_t n_prompt_tokens_total = 0;   // evaluated, not taken from a cache
+    uint64_t n_prompt_cached_total = 0;   // taken from a slot's cache
     double t_prompt_ms_total = 0;
     uint64_t n_predicted_total = 0;
     double t_predicted_ms_total = 0;
@@ -138,6 +139,8 @@ private:
     void finish(Slot & slot, StopReason reason);
     void fail_slot(Slot & slot, const std::string & kind, const std::string & msg);
     void release(Slot & slot);
+    void emit_progress(const Slot & s);
+    static void stamp(Event & ev, const Slot & s, int64_t now);
     void emit(uint64_t task_id, Event && ev, bool last);
     void notify();
     void publish();

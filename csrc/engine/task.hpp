@@ -34,6 +34,7 @@ struct TaskParams {
     int32_t n_cache_reuse = 0;        // min chunk reused by KV shifting past the common prefix; 0: off
     int32_t spec_n_max = -1;          // draft tokens per step; -1: the engine's, 0: no drafting
     std::vector<llama_token> preserved_tokens;  // special tokens written out as text (tool-call markers)
+    bool return_progress = false;     // Progress events while the prompt is evaluated
 };
 
 struct TokenProb {
@@ -42,7 +43,7 @@ struct TokenProb {
 };
 
 struct Event {
-    enum class Type : uint8_t { Token, Final, Error };
+    enum class Type : uint8_t { Token, Final, Error, Progress };
     Type type = Type::Token;
     uint32_t index = 0;  // which completion of an n > 1 task
     bool done = false;   // the task's last event: nothing follows it
@@ -53,7 +54,8 @@ struct Event {
     float logprob = 0.0f;
     std::vector<TokenProb> top;
 
-    // Final
+    // Progress (n_prompt, n_cached, n_processed, t_prompt_ms so far) and Final
+    int32_t n_processed = 0;  // Progress: prompt tokens in the KV cache, cached ones included
     StopReason stop = StopReason::None;
     std::string stopping_word;
     int32_t n_prompt = 0;

@@ -155,6 +155,7 @@ def plan_chat(
     template_kwargs: Mapping[str, Any] | None = None,
     has_grammar: bool = False,
     allow_empty: bool = False,
+    continue_final: bool | None = None,
 ) -> ChatPlan:
     """Render and tokenize a chat; raises APIError(400) for bad messages, tools or template
     failures."""
@@ -165,6 +166,9 @@ def plan_chat(
         msgs = validate_messages(messages, allow_empty)
     except ValueError as e:
         raise APIError(400, str(e)) from e
+    prefill = _continuation(msgs, messages, continue_final, add_generation_prompt, state)
+    if prefill is not None:  # render the turns before it, then the assistant's start
+        msgs, add_generation_prompt = msgs[:-1], True
     fmt: ToolFormat | None = None
     grammar: str | None = None
     words: list[str] = []
@@ -202,6 +206,9 @@ def plan_chat(
         )
     except ChatTemplateError as e:
         raise APIError(400, str(e)) from e
+    if prefill is not None:
+        prompt += prefill
+        msgs = [*msgs, {"role": "assistant", "content": prefill}]  # tokenized as text
     tags = thinking_tags(template.source)
     if thinking == "off" and tags is not None and add_generation_prompt:
         prompt = close_thinking(prompt, tags)
@@ -230,6 +237,38 @@ def plan_chat(
         ["^[\\s\\S]*?(" + "|".join(re.escape(w) for w in words) + ")[\\s\\S]*"] if words else []
     )
     return plan
+
+
+def _continuation(
+    msgs: list[dict[str, Any]],
+    raw: Any,
+    continue_final: bool | None,
+    add_generation_prompt: bool,
+    state: ServerState,
+) -> str | None:
+    """The text of a final assistant message the reply continues, as llama-server: asked
+    with ``continue_final_message``, or implied (``--prefill-assistant``, on by default)
+    when the conversation ends with an assistant message. None: a new turn."""
+    last = msgs[-1] if msgs else None
+    if continue_final is None:
+        if not (state.settings.prefill_assistant and last and last["role"] == "assistant"):
+            return None
+        if len(msgs) >= 2 and msgs[-2]["role"] == "assistant":
+            raise APIError(400, "Cannot have 2 or more assistant messages at the end of the list.")
+    elif not continue_final:
+        return None
+    elif add_generation_prompt:
+        raise APIError(
+            400, "Cannot set both add_generation_prompt and continue_final_message to true."
+        )
+    if last is None or last["role"] != "assistant":
+        raise APIError(400, "continue_final_message needs a final assistant message")
+    if last.get("tool_calls"):
+        raise APIError(400, "Cannot continue an assistant message that contains tool calls.")
+    parts = raw[-1].get("content")
+    if isinstance(parts, list):  # text parts are joined by blank lines, as llama.cpp renders them
+        return "\n\n".join(p["text"] for p in parts)
+    return str(last.get("content") or "")
 
 
 def _with_system(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

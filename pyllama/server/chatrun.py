@@ -81,6 +81,7 @@ class ChatCall:
     template_kwargs: Mapping[str, Any] | None = None
     add_generation_prompt: bool = True
     allow_empty: bool = False  # no messages at all renders just the generation prompt
+    continue_final: bool | None = None  # None: continue a final assistant message (prefill)
     n: int = 1
     n_probs: int = 0
 
@@ -165,6 +166,7 @@ def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
         add_generation_prompt=call.add_generation_prompt,
         template_kwargs=call.template_kwargs,
         allow_empty=call.allow_empty,
+        continue_final=call.continue_final,
         has_grammar=bool(
             call.sampling.grammar
             or call.sampling.json_schema

@@ -179,6 +179,14 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
     )
     flag("--keep", dest="n_keep", type=int, default=0)
     flag("--spm-infill", action="store_true", help="infill: suffix before prefix")
+    flag(
+        "--no-prefill-assistant",
+        dest="prefill_assistant",
+        action="store_false",
+        env="LLAMA_ARG_NO_PREFILL_ASSISTANT",
+        conv=lambda v: not _env_bool(v),
+        help="a final assistant message is closed, not continued",
+    )
     flag("--cache-reuse", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE")
     flag("-sps", "--slot-prompt-similarity", type=float, default=0.1)
     flag(
@@ -333,6 +341,7 @@ def parse_args(
         lora_init_without_apply=bool(a.lora_init_without_apply),
         context_shift=bool(a.context_shift),
         spm_infill=a.spm_infill,
+        prefill_assistant=a.prefill_assistant is not False,
         n_keep=a.n_keep,
         cache_reuse=a.cache_reuse,
         slot_prompt_similarity=a.slot_prompt_similarity,

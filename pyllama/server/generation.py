@@ -27,6 +27,7 @@ __all__ = [
     "collect",
     "make_tasks",
     "merged",
+    "prompt_progress",
     "stops",
     "submit",
     "timings",
@@ -177,6 +178,7 @@ def make_tasks(
         t.n_predict = n_predict
         t.stop = opts.stop
         t.preserved_tokens = opts.preserved
+        t.return_progress = req.return_progress and req.stream
         t.n_probs = opts.n_probs
         t.post_sampling_probs = req.post_sampling_probs
         t.cache_prompt = req.cache_prompt
@@ -241,12 +243,14 @@ class Result:
         return b"".join(self.text).decode("utf-8", errors="replace")
 
 
-async def events(stream: TaskStream) -> AsyncIterator[_core.Event]:
-    """A task's events; an error event raises as an APIError."""
+async def events(stream: TaskStream, progress: bool = False) -> AsyncIterator[_core.Event]:
+    """A task's token and final events (and progress ones if asked); an error event
+    raises as an APIError."""
     async for ev in stream:
         if ev.type == "error":
             raise APIError(500, f"{ev.error_kind}: {ev.message}")
-        yield ev
+        if ev.type != "progress" or progress:
+            yield ev
 
 
 async def _until_disconnect(receive: Any) -> None:
@@ -294,20 +298,37 @@ async def collect(streams: list[TaskStream], n_cmpl: int, receive: Any = None) -
     return [r for g in groups for r in g]
 
 
-def timings(final: _core.Event) -> dict[str, float]:
-    prompt_n = final.n_prompt - final.n_cached
-    pred_n = final.n_predicted
-    pms, gms = final.t_prompt_ms, final.t_predicted_ms
+def timings(ev: _core.Event) -> dict[str, float]:
+    """llama-server's timings from a final, token or progress event (counts and times so
+    far). The generation rate is over the decode steps: the first token comes from the
+    prompt's last batch, so n tokens took n - 1 steps."""
+    if ev.type == "progress":
+        prompt_n, pred_n = ev.n_processed - ev.n_cached, 0
+        pms, gms = ev.t_prompt_ms, 0.0
+    else:
+        prompt_n, pred_n = ev.n_prompt - ev.n_cached, ev.n_predicted
+        pms, gms = ev.t_prompt_ms, ev.t_predicted_ms
+    steps = max(0, pred_n - 1)
     return {
-        "cache_n": final.n_cached,
+        "cache_n": ev.n_cached,
         "prompt_n": prompt_n,
         "prompt_ms": pms,
-        "prompt_per_token_ms": pms / prompt_n if prompt_n else 0.0,
+        "prompt_per_token_ms": pms / prompt_n if prompt_n and pms > 0 else 0.0,
         "prompt_per_second": 1e3 * prompt_n / pms if pms > 0 else 0.0,
         "predicted_n": pred_n,
         "predicted_ms": gms,
-        "predicted_per_token_ms": gms / pred_n if pred_n else 0.0,
-        "predicted_per_second": 1e3 * pred_n / gms if gms > 0 else 0.0,
+        "predicted_per_token_ms": gms / steps if steps and gms > 0 else 0.0,
+        "predicted_per_second": 1e3 * steps / gms if steps and gms > 0 else 0.0,
+    }
+
+
+def prompt_progress(ev: _core.Event) -> dict[str, Any]:
+    """llama-server's ``prompt_progress`` object from a progress event."""
+    return {
+        "total": ev.n_prompt,
+        "cache": ev.n_cached,
+        "processed": ev.n_processed,
+        "time_ms": int(ev.t_prompt_ms),
     }
 
 
@@ -361,12 +382,14 @@ def token_probs(state: ServerState, ev: _core.Event, post: bool) -> dict[str, An
     return {"id": ev.token, "token": text, "bytes": raw, "logprob": ev.logprob, "top_logprobs": top}
 
 
-async def merged(streams: list[TaskStream]) -> AsyncIterator[tuple[int, _core.Event]]:
+async def merged(
+    streams: list[TaskStream], progress: bool = False
+) -> AsyncIterator[tuple[int, _core.Event]]:
     """Events of several tasks as they come: (task position, event). Closing the
     iterator (client gone) cancels every task."""
     if len(streams) == 1:
         try:
-            async for ev in events(streams[0]):
+            async for ev in events(streams[0], progress):
                 yield 0, ev
         finally:
             streams[0].close()
@@ -375,7 +398,7 @@ async def merged(streams: list[TaskStream]) -> AsyncIterator[tuple[int, _core.Ev
 
     async def pump(i: int, s: TaskStream) -> None:
         try:
-            async for ev in events(s):
+            async for ev in events(s, progress):
                 queue.put_nowait((i, ev))
         except Exception as e:  # handed to the consumer
             queue.put_nowait((i, e))

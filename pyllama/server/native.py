@@ -17,6 +17,7 @@ from pyllama.server.schemas import (
     AnyObject,
     CompletionRequest,
     DetokenizeRequest,
+    Sampling,
     TemplateRequest,
     TokenizeRequest,
 )
@@ -43,8 +44,14 @@ def generation_settings(state: ServerState, req: Any = None) -> dict[str, Any]:
 
 
 def native_final(
-    state: ServerState, r: gen.Result, n_prompt: int, req: CompletionRequest, streamed: bool
+    state: ServerState,
+    r: gen.Result,
+    n_prompt: int,
+    req: Sampling,
+    streamed: bool,
+    prompt: str = "",
 ) -> dict[str, Any]:
+    """/completion's result object (also the ``__verbose`` of the OpenAI routes)."""
     f = r.final
     assert f is not None
     out: dict[str, Any] = {
@@ -57,7 +64,7 @@ def native_final(
         "tokens_predicted": f.n_predicted,
         "tokens_evaluated": n_prompt,
         "generation_settings": generation_settings(state, req),
-        "prompt": "",
+        "prompt": prompt,
         "has_new_line": "\n" in r.content,
         "truncated": False,
         "stop_type": gen.stop_type(f),
@@ -69,8 +76,9 @@ def native_final(
         out["completion_probabilities"] = [
             gen.token_probs(state, ev, req.post_sampling_probs) for ev in r.probs
         ]
-    if req.response_fields:
-        out = _pick(out, req.response_fields)
+    fields = getattr(req, "response_fields", None)
+    if fields:
+        out = _pick(out, fields)
     return out
 
 
@@ -125,9 +133,23 @@ async def _stream(
     state: ServerState, streams: list[Any], prompts: list[list[int]], req: CompletionRequest
 ) -> AsyncIterator[bytes]:
     n_pred: dict[tuple[int, int], int] = {}
-    async for i, ev in gen.merged(streams):
+    async for i, ev in gen.merged(streams, progress=req.return_progress):
         index = i * req.n_cmpl + ev.index
-        if ev.type == "token":
+        if ev.type == "progress":
+            yield sse(
+                {
+                    "index": index,
+                    "content": "",
+                    "tokens": [],
+                    "stop": False,
+                    "id_slot": req.id_slot,
+                    "tokens_predicted": 0,
+                    "tokens_evaluated": len(prompts[i]),
+                    "timings": gen.timings(ev),
+                    "prompt_progress": gen.prompt_progress(ev),
+                }
+            )
+        elif ev.type == "token":
             key = (i, ev.index)
             n_pred[key] = n_pred.get(key, 0) + (1 if ev.token >= 0 else 0)
             chunk: dict[str, Any] = {
@@ -143,6 +165,8 @@ async def _stream(
                 chunk["completion_probabilities"] = [
                     gen.token_probs(state, ev, req.post_sampling_probs)
                 ]
+            if req.timings_per_token:
+                chunk["timings"] = gen.timings(ev)
             yield sse(chunk)
         else:
             r = gen.Result(index, final=ev)
@@ -186,6 +210,7 @@ async def apply_template(request: Request) -> Response:
         tools=req.tools,
         add_generation_prompt=req.add_generation_prompt,
         template_kwargs=req.chat_template_kwargs,
+        continue_final=req.continue_final_message,
     )
     return json_response({"prompt": plan.prompt})
 
@@ -274,6 +299,12 @@ async def metrics(request: Request) -> Response:
             "Number of prompt tokens processed.",
             m["n_prompt_tokens_total"],
         ),
+        (
+            "counter",
+            "prompt_tokens_cached_total",
+            "Number of prompt tokens taken from a slot's cache.",
+            m["n_prompt_cached_total"],
+        ),
         ("counter", "prompt_seconds_total", "Prompt process time", m["t_prompt_ms_total"] / 1e3),
         (
             "counter",
@@ -341,7 +372,11 @@ async def metrics(request: Request) -> Response:
             f"# TYPE llamacpp:{name} {kind}",
             f"llamacpp:{name} {value}",
         ]
-    return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+    return Response(
+        "\n".join(lines) + "\n",
+        media_type="text/plain; version=0.0.4",
+        headers={"Process-Start-Time-Unix": str(state.started)},
+    )
 
 
 def _rate(n: float, ms: float) -> float:

@@ -16,13 +16,14 @@ from starlette.responses import Response
 from pyllama import _core
 from pyllama.server import generation as gen
 from pyllama.server.chatflow import ChatDeltas
-from pyllama.server.chatrun import ChatCall, ChatTurn, finish_reason, start_chat
+from pyllama.server.chatrun import ChatCall, ChatTurn, finish_reason, plan_call, start_chat
 from pyllama.server.errors import APIError
 from pyllama.server.http import json_response, parse, sse, sse_response
+from pyllama.server.native import native_final
 from pyllama.server.schemas import ChatRequest, EmbeddingRequest, OAICompletionRequest
 from pyllama.server.state import ServerState
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "embed"]
 
 
 def _state(request: Request) -> ServerState:
@@ -185,6 +186,7 @@ async def chat_completions(request: Request) -> Response:
             reasoning_format=req.reasoning_format,
             template_kwargs=req.chat_template_kwargs,
             add_generation_prompt=req.add_generation_prompt,
+            continue_final=req.continue_final_message,
             n=req.n,
             n_probs=n_probs,
         ),
@@ -210,7 +212,31 @@ async def chat_completions(request: Request) -> Response:
     out = {**env, "choices": choices, "usage": gen.usage(finals, turn.n_prompt)}
     if len(finals) == 1:
         out["timings"] = gen.timings(finals[0])
+    if req.verbose if req.verbose is not None else state.settings.verbose:
+        out["__verbose"] = native_final(
+            state, results[0], turn.n_prompt, req, False, turn.plan.prompt
+        )
     return json_response(out)
+
+
+async def chat_input_tokens(request: Request) -> Response:
+    """The prompt size a chat request would have (llama-server's
+    /chat/completions/input_tokens)."""
+    state = _state(request)
+    req = await parse(request, ChatRequest)
+    state.require()
+    call = ChatCall(
+        messages=req.messages,
+        sampling=req,
+        tools=req.tools,
+        tool_choice=req.tool_choice,
+        parallel_tool_calls=req.parallel_tool_calls,
+        response_format=req.response_format,
+        template_kwargs=req.chat_template_kwargs,
+        add_generation_prompt=req.add_generation_prompt,
+        continue_final=req.continue_final_message,
+    )
+    return json_response({"input_tokens": len(plan_call(state, call).tokens)})
 
 
 def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) -> dict[str, Any]:
@@ -237,7 +263,13 @@ async def _stream_chat(
             ],
         }
 
-    async for _, ev in gen.merged(turn.streams):
+    async for _, ev in gen.merged(turn.streams, progress=req.return_progress):
+        if ev.type == "progress":
+            c = chunk(ev.index, {"role": "assistant", "content": None})
+            c["timings"] = gen.timings(ev)
+            c["prompt_progress"] = gen.prompt_progress(ev)
+            yield sse(c)
+            continue
         reader = readers.get(ev.index)
         if reader is None:
             reader = readers[ev.index] = turn.plan.deltas()
@@ -251,6 +283,8 @@ async def _stream_chat(
                 c = chunk(ev.index, delta)
                 if want_probs and i == 0:
                     c["choices"][0]["logprobs"] = _chat_logprobs(state, [ev], req.top_logprobs or 0)
+                if req.timings_per_token and i == len(deltas) - 1:
+                    c["timings"] = gen.timings(ev)
                 yield sse(c)
         else:
             finals.append(ev)
@@ -261,11 +295,14 @@ async def _stream_chat(
                 last["timings"] = gen.timings(ev)
             yield sse(last)
     if req.stream_options and req.stream_options.include_usage:
-        yield sse({**env, "choices": [], "usage": gen.usage(finals, turn.n_prompt)})
+        usage = {**env, "choices": [], "usage": gen.usage(finals, turn.n_prompt)}
+        if len(finals) == 1:
+            usage["timings"] = gen.timings(finals[0])
+        yield sse(usage)
     yield b"data: [DONE]\n\n"
 
 
-async def _embed(
+async def embed(
     state: ServerState,
     request: Request,
     inputs: Any,
@@ -295,7 +332,7 @@ async def _embed(
 async def embeddings_oai(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, EmbeddingRequest)
-    vectors, sizes = await _embed(
+    vectors, sizes = await embed(
         state, request, req.input if req.input is not None else req.content, req.embd_normalize
     )
     data = []
@@ -318,7 +355,7 @@ async def embeddings_oai(request: Request) -> Response:
 async def embeddings_native(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, EmbeddingRequest)
-    vectors, _ = await _embed(
+    vectors, _ = await embed(
         state, request, req.content if req.content is not None else req.input, req.embd_normalize
     )
     return json_response([{"index": i, "embedding": [v]} for i, v in enumerate(vectors)])
@@ -329,6 +366,8 @@ ROUTES: list[tuple[str, Any, list[str]]] = [
     ("/v1/models", models, ["GET"]),
     ("/v1/completions", completions, ["POST"]),
     ("/chat/completions", chat_completions, ["POST"]),
+    ("/chat/completions/input_tokens", chat_input_tokens, ["POST"]),
+    ("/v1/chat/completions/input_tokens", chat_input_tokens, ["POST"]),
     ("/v1/chat/completions", chat_completions, ["POST"]),
     ("/embedding", embeddings_native, ["POST"]),
     ("/embeddings", embeddings_native, ["POST"]),

@@ -74,6 +74,9 @@ class Sampling(_Model):
     n_cache_reuse: int | None = Field(None, ge=0)
     lora: list[dict[str, Any]] | None = None
     stream: bool = False
+    return_progress: bool = False  # streamed prompt_progress while the prompt is evaluated
+    timings_per_token: bool = False  # timings in every streamed chunk
+    verbose: bool | None = None  # __verbose (the native result) in the answer; None: -v
     return_tokens: bool = False
     n_keep: int | None = Field(None, ge=-1)
     n_discard: int | None = Field(None, ge=0)
@@ -127,6 +130,7 @@ class ChatRequest(Sampling):
     stream_options: StreamOptions | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool = True
+    continue_final_message: bool | None = None
 
 
 class TokenizeRequest(_Model):
@@ -144,6 +148,7 @@ class TemplateRequest(_Model):
     messages: list[dict[str, Any]] = Field(..., min_length=1)
     tools: list[dict[str, Any]] | None = None
     add_generation_prompt: bool = True
+    continue_final_message: bool | None = None
     chat_template_kwargs: dict[str, Any] | None = None
 
 

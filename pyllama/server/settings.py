@@ -48,6 +48,7 @@ class Settings:
     lora_init_without_apply: bool = False
     context_shift: bool = False
     spm_infill: bool = False
+    prefill_assistant: bool = True  # a final assistant message is continued, not closed
     n_keep: int = 0
     cache_reuse: int = 0
     slot_prompt_similarity: float = 0.1
