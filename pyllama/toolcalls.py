@@ -13,6 +13,7 @@ grammar.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -26,6 +27,7 @@ __all__ = [
     "ToolFormat",
     "ToolStream",
     "detect_format",
+    "generic_history",
     "generic_system_prompt",
     "parse_tool_calls",
     "template_context",
@@ -187,6 +189,32 @@ def generic_schema(
         "required": ["response"],
     }
     return {"anyOf": [calls, answer]}
+
+
+def generic_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For templates that ignore ``tool_calls``: an assistant turn's calls written into
+    its content as the generic JSON the model is asked to reply with (as llama.cpp's
+    template polyfill does), so the model sees what it called."""
+    out = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if m.get("role") != "assistant" or not calls:
+            out.append(dict(m))
+            continue
+        payload: dict[str, Any] = {"tool_calls": []}
+        for c in calls:
+            fn = c.get("function", c) if isinstance(c, Mapping) else {}
+            args = fn.get("arguments", {})
+            if isinstance(args, str):
+                with contextlib.suppress(ValueError):  # not JSON: kept as the text it is
+                    args = json.loads(args)
+            payload["tool_calls"].append({"name": fn.get("name"), "arguments": args})
+        if m.get("content"):
+            payload["content"] = m["content"]
+        msg = {k: v for k, v in m.items() if k != "tool_calls"}
+        msg["content"] = json.dumps(payload, indent=2, ensure_ascii=False)
+        out.append(msg)
+    return out
 
 
 def generic_system_prompt(

@@ -114,6 +114,31 @@ def test_named_tool_choice_and_round_trip(client):
     assert follow.choices[0].finish_reason in ("stop", "tool_calls", "length")
 
 
+def test_generic_template_renders_past_calls(server):
+    # SmolLM2's template ignores tool_calls: the call is written into the assistant turn
+    # as the JSON the model replies with, so the model sees what it called
+    history = [
+        *ASK,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": '{"zone": "UTC"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "12:00 UTC"},
+    ]
+    r = httpx.post(server + "/apply-template", json={"messages": history}, timeout=30)
+    prompt = r.json()["prompt"]
+    turn = prompt.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
+    assert json.loads(turn) == {"tool_calls": [{"name": "get_time", "arguments": {"zone": "UTC"}}]}
+    assert "<|im_start|>tool\n12:00 UTC<|im_end|>" in prompt
+
+
 def test_tool_choice_none_gives_plain_text(client):
     r = client.chat.completions.create(
         model="x", messages=ASK, tools=[WEATHER], tool_choice="none", temperature=0, max_tokens=16

@@ -28,6 +28,7 @@ from pyllama.toolcalls import (
     ToolFormat,
     ToolStream,
     detect_format,
+    generic_history,
     generic_system_prompt,
     parse_tool_calls,
     template_context,
@@ -195,6 +196,8 @@ def plan_chat(
                 msgs = _with_system(msgs, generic_system_prompt(functions, required, parallel))
             else:
                 render_tools = [{"type": "function", "function": f} for f in functions]
+    if detect_format(template.source).generic:
+        msgs = generic_history(msgs)
     thinking = state.settings.reasoning  # --reasoning on|off|auto
     extra = {**state.settings.chat_template_kwargs, **(template_kwargs or {})}
     if thinking == "off":
