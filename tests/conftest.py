@@ -125,3 +125,28 @@ def server(smollm_path: str) -> Iterator[str]:
     """pyllama-server on SmolLM2 with 4 slots, metrics on (shared by the server tests)."""
     with running_server("-m", smollm_path, "-t", "2", "-c", "8192", "-np", "4", "--metrics") as url:
         yield url
+
+
+# A Qwen3-style thinking template (ChatML that opens <think> in the prompt) and a grammar
+# that stands in for a model that thinks: the reply is fixed, the parsing is real.
+THINKING_TEMPLATE = """\
+{%- for m in messages %}
+{%- set content = m.content %}
+{%- if m.role == 'assistant' and '</think>' in content %}
+{%- set content = content.split('</think>')[-1].lstrip('\\n') %}
+{%- endif %}
+{{- '<|im_start|>' + m.role + '\\n' + content + '<|im_end|>\\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}
+"""
+THOUGHT = 'root ::= "Plan: be brief." "\\n</think>\\n\\n" "Paris is sunny."'
+
+
+@pytest.fixture(scope="session")
+def thinking_server(smollm_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """pyllama-server on SmolLM2 with THINKING_TEMPLATE (reasoning tests of every protocol)."""
+    tpl = tmp_path_factory.mktemp("tpl") / "thinking.jinja"
+    tpl.write_text(THINKING_TEMPLATE)
+    args = ("-m", smollm_path, "-t", "2", "-c", "2048", "--chat-template-file", str(tpl))
+    with running_server(*args) as url:
+        yield url

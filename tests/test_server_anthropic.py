@@ -7,8 +7,7 @@ import anthropic
 import httpx
 import orjson
 import pytest
-from conftest import running_server
-from test_server_tools import THINKING_TEMPLATE, THOUGHT
+from conftest import THOUGHT
 
 WEATHER = {
     "name": "get_weather",
@@ -181,15 +180,6 @@ def test_count_tokens(claude):
     prompt = claude.messages.create(model="x", max_tokens=1, messages=HELLO, extra_body=GREEDY)
     used = prompt.usage.input_tokens + prompt.usage.cache_read_input_tokens
     assert used == base
-
-
-@pytest.fixture(scope="module")
-def thinking_server(smollm_path, tmp_path_factory):
-    tpl = tmp_path_factory.mktemp("tpl") / "thinking.jinja"
-    tpl.write_text(THINKING_TEMPLATE)
-    args = ("-m", smollm_path, "-t", "2", "-c", "2048", "--chat-template-file", str(tpl))
-    with running_server(*args) as url:
-        yield url
 
 
 def test_thinking_blocks(thinking_server):

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from conftest import running_server
+from conftest import THOUGHT
 from openai.types.responses import (
     ResponseCompletedEvent,
     ResponseContentPartAddedEvent,
@@ -366,68 +366,48 @@ def test_bad_requests_are_400(client, server, body, match):
     assert httpx.get(server + "/health").status_code == 200
 
 
-THINKING_TEMPLATE = """\
-{%- for m in messages %}
-{%- set content = m.content %}
-{%- if m.role == 'assistant' and '</think>' in content %}
-{%- set content = content.split('</think>')[-1].lstrip('\\n') %}
-{%- endif %}
-{{- '<|im_start|>' + m.role + '\\n' + content + '<|im_end|>\\n' }}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}
-"""
-# the grammar stands in for a model that thinks: the reply is fixed, the parsing is real
-THOUGHT = 'root ::= "Plan: be brief." "\\n</think>\\n\\n" "Paris is sunny."'
+def test_reasoning_items_whole_and_streamed(thinking_server):
+    c = openai.OpenAI(base_url=thinking_server + "/v1", api_key="x", max_retries=0)
+    with c as client:
+        kw = dict(
+            model="x",
+            input="Weather?",
+            max_output_tokens=32,
+            temperature=0,
+            extra_body={"grammar": THOUGHT},
+        )
+        r = client.responses.create(**kw)
+        reasoning, msg = r.output
+        assert isinstance(reasoning, ResponseReasoningItem) and reasoning.id.startswith("rs_")
+        assert reasoning.content[0].type == "reasoning_text"
+        assert reasoning.content[0].text.strip() == "Plan: be brief."
+        assert r.output_text == "Paris is sunny." and msg.id.startswith("msg_")
+        details = r.usage.output_tokens_details
+        assert 0 < details.reasoning_tokens < r.usage.output_tokens
 
-
-def test_reasoning_items_whole_and_streamed(smollm_path, tmp_path):
-    tpl = tmp_path / "thinking.jinja"
-    tpl.write_text(THINKING_TEMPLATE)
-    args = ("-m", smollm_path, "-t", "2", "-c", "1024", "-np", "1")
-    with running_server(*args, "--chat-template-file", str(tpl)) as url:
-        c = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
-        with c as client:
-            kw = dict(
-                model="x",
-                input="Weather?",
-                max_output_tokens=32,
-                temperature=0,
-                extra_body={"grammar": THOUGHT},
-            )
-            r = client.responses.create(**kw)
-            reasoning, msg = r.output
-            assert isinstance(reasoning, ResponseReasoningItem) and reasoning.id.startswith("rs_")
-            assert reasoning.content[0].type == "reasoning_text"
-            assert reasoning.content[0].text.strip() == "Plan: be brief."
-            assert r.output_text == "Paris is sunny." and msg.id.startswith("msg_")
-            details = r.usage.output_tokens_details
-            assert 0 < details.reasoning_tokens < r.usage.output_tokens
-
-            events = list(client.responses.create(stream=True, **kw))
-            kinds = [e.type for e in events]
-            first_text = kinds.index("response.output_text.delta")
-            assert kinds.index("response.reasoning_text.done") < first_text
-            thought = "".join(
-                e.delta for e in events if isinstance(e, ResponseReasoningTextDeltaEvent)
-            )
-            assert thought.strip() == "Plan: be brief."
-            added = [e.item for e in events if isinstance(e, ResponseOutputItemAddedEvent)]
-            assert [a.type for a in added] == ["reasoning", "message"]
-            final = events[-1].response
-            assert [o.type for o in final.output] == ["reasoning", "message"]
-            assert final.output_text == "Paris is sunny."
-            # the reasoning item goes back in as the assistant's reasoning: accepted
-            again = client.responses.create(
-                model="x",
-                input=[
-                    {"role": "user", "content": "Weather?"},
-                    *[o.model_dump(exclude_none=True) for o in r.output],
-                    {"role": "user", "content": "Thanks"},
-                ],
-                max_output_tokens=1,
-                temperature=0,
-            )
-            assert again.usage.input_tokens > r.usage.input_tokens
+        events = list(client.responses.create(stream=True, **kw))
+        kinds = [e.type for e in events]
+        first_text = kinds.index("response.output_text.delta")
+        assert kinds.index("response.reasoning_text.done") < first_text
+        thought = "".join(e.delta for e in events if isinstance(e, ResponseReasoningTextDeltaEvent))
+        assert thought.strip() == "Plan: be brief."
+        added = [e.item for e in events if isinstance(e, ResponseOutputItemAddedEvent)]
+        assert [a.type for a in added] == ["reasoning", "message"]
+        final = events[-1].response
+        assert [o.type for o in final.output] == ["reasoning", "message"]
+        assert final.output_text == "Paris is sunny."
+        # the reasoning item goes back in as the assistant's reasoning: accepted
+        again = client.responses.create(
+            model="x",
+            input=[
+                {"role": "user", "content": "Weather?"},
+                *[o.model_dump(exclude_none=True) for o in r.output],
+                {"role": "user", "content": "Thanks"},
+            ],
+            max_output_tokens=1,
+            temperature=0,
+        )
+        assert again.usage.input_tokens > r.usage.input_tokens
 
 
 def _stored(rid: str, previous: str | None = None) -> StoredResponse:

@@ -12,7 +12,7 @@ import re
 import httpx
 import openai
 import pytest
-from conftest import running_server
+from conftest import THOUGHT
 
 WEATHER = {
     "type": "function",
@@ -162,30 +162,6 @@ def test_bad_tool_requests_are_400(server, extra, match):
     err = r.json()["error"]
     assert err["type"] == "invalid_request_error"
     assert re.search(match, err["message"])
-
-
-THINKING_TEMPLATE = """\
-{%- for m in messages %}
-{%- set content = m.content %}
-{%- if m.role == 'assistant' and '</think>' in content %}
-{%- set content = content.split('</think>')[-1].lstrip('\\n') %}
-{%- endif %}
-{{- '<|im_start|>' + m.role + '\\n' + content + '<|im_end|>\\n' }}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}
-"""
-# the grammar stands in for a model that thinks: the reply is fixed, the parsing is real
-THOUGHT = 'root ::= "Plan: be brief." "\\n</think>\\n\\n" "Paris is sunny."'
-
-
-@pytest.fixture(scope="module")
-def thinking_server(smollm_path, tmp_path_factory):
-    tpl = tmp_path_factory.mktemp("tpl") / "thinking.jinja"
-    tpl.write_text(THINKING_TEMPLATE)
-    with running_server(
-        "-m", smollm_path, "-t", "2", "-c", "2048", "--chat-template-file", str(tpl)
-    ) as url:
-        yield url
 
 
 def test_reasoning_content_whole_and_streamed(thinking_server):
