@@ -632,6 +632,7 @@ class TaskParams:
     cache_prompt: bool
     kind: TaskKind
     post_sampling_probs: bool
+    return_progress: bool
     sampling: SamplingParams
     def __init__(self) -> None:
         ...
@@ -739,6 +740,9 @@ class Event:
         ...
     @property
     def n_predicted(self) -> int:
+        ...
+    @property
+    def n_processed(self) -> int:
         ...
     @property
     def n_prompt(self) -> int:
