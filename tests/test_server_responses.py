@@ -28,31 +28,16 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
     ResponseTextDoneEvent,
 )
+from test_server_tools import TIME as CHAT_TIME
+from test_server_tools import WEATHER as CHAT_WEATHER
 
 from pyllama.server.errors import APIError
 from pyllama.server.response_store import MAX_STORED_RESPONSES, ResponseStore, StoredResponse
 
 ASK = "Name three colors."
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather in a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string", "enum": ["Paris", "Rome", "Oslo"]}},
-        "required": ["city"],
-    },
-}
-TIME = {
-    "type": "function",
-    "name": "get_time",
-    "description": "Current time in a time zone",
-    "parameters": {
-        "type": "object",
-        "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
-        "required": ["zone"],
-    },
-}
+# the chat tests' tools, in the Responses API's flat shape
+WEATHER = {"type": "function", **CHAT_WEATHER["function"]}
+TIME = {"type": "function", **CHAT_TIME["function"]}
 ID = r"[0-9a-f]{32}"
 
 

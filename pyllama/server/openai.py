@@ -165,32 +165,34 @@ async def _stream_completions(
     yield b"data: [DONE]\n\n"
 
 
+def _chat_call(req: ChatRequest) -> ChatCall:
+    """The chat call of an OpenAI chat request (also sized by /chat/completions/input_tokens)."""
+    n_probs = (req.top_logprobs or 0) if req.logprobs else 0
+    if req.logprobs and not n_probs:
+        n_probs = 1  # the chosen token's own logprob needs at least one candidate
+    return ChatCall(
+        messages=req.messages,
+        sampling=req,
+        n_predict=_n_predict(req.max_completion_tokens, req.max_tokens, req.n_predict),
+        stop=gen.stops(req.stop),
+        tools=req.tools,
+        tool_choice=req.tool_choice,
+        parallel_tool_calls=req.parallel_tool_calls,
+        response_format=req.response_format,
+        reasoning_format=req.reasoning_format,
+        template_kwargs=req.chat_template_kwargs,
+        add_generation_prompt=req.add_generation_prompt,
+        continue_final=req.continue_final_message,
+        n=req.n,
+        n_probs=n_probs,
+    )
+
+
 async def chat_completions(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
-    n_probs = (req.top_logprobs or 0) if req.logprobs else 0
-    if req.logprobs and not n_probs:
-        n_probs = 1  # the chosen token's own logprob needs at least one candidate
-    turn = start_chat(
-        state,
-        ChatCall(
-            messages=req.messages,
-            sampling=req,
-            n_predict=_n_predict(req.max_completion_tokens, req.max_tokens, req.n_predict),
-            stop=gen.stops(req.stop),
-            tools=req.tools,
-            tool_choice=req.tool_choice,
-            parallel_tool_calls=req.parallel_tool_calls,
-            response_format=req.response_format,
-            reasoning_format=req.reasoning_format,
-            template_kwargs=req.chat_template_kwargs,
-            add_generation_prompt=req.add_generation_prompt,
-            continue_final=req.continue_final_message,
-            n=req.n,
-            n_probs=n_probs,
-        ),
-    )
+    turn = start_chat(state, _chat_call(req))
     env = _envelope(state, "chat.completion", "chatcmpl")
     if req.stream:
         env["object"] = "chat.completion.chunk"
@@ -225,18 +227,7 @@ async def chat_input_tokens(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
-    call = ChatCall(
-        messages=req.messages,
-        sampling=req,
-        tools=req.tools,
-        tool_choice=req.tool_choice,
-        parallel_tool_calls=req.parallel_tool_calls,
-        response_format=req.response_format,
-        template_kwargs=req.chat_template_kwargs,
-        add_generation_prompt=req.add_generation_prompt,
-        continue_final=req.continue_final_message,
-    )
-    return json_response({"input_tokens": len(plan_call(state, call).tokens)})
+    return json_response({"input_tokens": len(plan_call(state, _chat_call(req)).tokens)})
 
 
 def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) -> dict[str, Any]:
