@@ -117,7 +117,7 @@ def main() -> int:
     asyncio.run(run_engine(ae, model, 1, args.prompt_tokens, 16, rng))  # warm-up
     ours: dict[int, float] = {}
     theirs: dict[int, float] = {}
-    pairs: dict[int, list[float]] = {}
+    pairs: dict[int, list[tuple[float, float]]] = {}
     for c in cs:
         for _ in range(args.repeat):
             mine = asyncio.run(engine_once(c))
@@ -132,7 +132,7 @@ def main() -> int:
                 args.gen_tokens,
             )
             theirs[c] = max(theirs.get(c, 0.0), bb[c])
-            pairs.setdefault(c, []).append(mine / bb[c])
+            pairs.setdefault(c, []).append((mine, bb[c]))
     ae.close()
     for c in cs:
         row = {
@@ -141,7 +141,8 @@ def main() -> int:
             "batched_bench_s_tg": round(theirs[c], 2),
             "ratio": round(ours[c] / theirs[c], 3),  # best vs best
             # median over adjacent (engine, batched-bench) pairs: robust to drift
-            "ratio_paired_median": round(statistics.median(pairs[c]), 3),
+            "ratio_paired_median": round(statistics.median(a / b for a, b in pairs[c]), 3),
+            "runs": [[round(a, 1), round(b, 1)] for a, b in pairs[c]],
             "threads": args.threads,
             "prompt_tokens": args.prompt_tokens,
             "gen_tokens": args.gen_tokens,

@@ -97,6 +97,30 @@ def test_cancel_frees_slot_at_once(model):
         ae.close()
 
 
+def test_new_tasks_take_adjacent_slots(model):
+    # Slots 1 and 2 are used last, so least-recently-used order is 0, 3, 1, 2: two new
+    # tasks must still take adjacent slots (0 and 1), since with per-sequence KV streams the
+    # attention of a ubatch spans every stream between its lowest and highest sequence.
+    eng = open_engine(model, n_parallel=4, n_ctx=2048, n_threads=2)
+    try:
+        for slot in (1, 2):
+            list(generate(eng, task(model, "Hi", n=2, id_slot=slot, cache_prompt=False)))
+        long = make_sampling_params(temperature=0, ignore_eos=True)
+        ids = eng.submit_many(
+            [task(model, p, n=400, sampling=long, cache_prompt=False) for p in PROMPTS[:2]]
+        )
+        t0 = time.monotonic()
+        busy: list[int] = []
+        while len(busy) < 2 and time.monotonic() - t0 < 10:
+            busy = sorted(s["id"] for s in eng.slots() if s["task_id"] in ids)
+            time.sleep(0.01)
+        for i in ids:
+            eng.cancel(i)
+        assert busy == [0, 1]
+    finally:
+        eng.stop()
+
+
 def test_full_queue_is_refused_and_nothing_hangs(model):
     eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2, max_queue=2)
     ae = AsyncEngine(eng)

@@ -487,7 +487,26 @@ void Engine::admit() {
             if (any_busy) return;
             apply_lora(task->lora);
         }
-        std::sort(idle.begin(), idle.end(), [](Slot * a, Slot * b) { return a->t_last_used < b->t_last_used; });
+        // Without a prefix match, pack busy slots together (then least recently used): with
+        // per-sequence KV streams, llama.cpp's attention runs over the whole range of streams
+        // from the lowest to the highest sequence in a ubatch, idle ones in between included,
+        // so 8 busy slots spread over 16 streams cost up to twice the attention of 8 adjacent.
+        auto by_span = [this](std::vector<Slot *> & v) {
+            int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
+            for (auto & s : slots_) {
+                if (s->state == Slot::State::Idle) continue;
+                lo = std::min(lo, s->id);
+                hi = std::max(hi, s->id);
+            }
+            auto growth = [&](const Slot * s) -> int32_t {
+                return hi < 0 ? 0 : std::max(hi, s->id) - std::min(lo, s->id) - (hi - lo);
+            };
+            std::sort(v.begin(), v.end(), [&](Slot * a, Slot * b) {
+                const int32_t ga = growth(a), gb = growth(b);
+                return ga != gb ? ga < gb : a->t_last_used < b->t_last_used;
+            });
+        };
+        by_span(idle);
         Slot * primary = nullptr;
         const auto & prompt = task->params.prompt;
         const bool completion = task->params.kind == TaskKind::Completion;
@@ -544,9 +563,11 @@ void Engine::admit() {
             metrics_.n_prompt_cached_total += lcp;
         }
         emit_progress(*primary);  // before any prompt token is evaluated
-        for (Slot * s : idle) {
-            if (index >= need) break;
-            if (s == primary) continue;
+        while (index < need) {
+            idle.erase(std::remove_if(idle.begin(), idle.end(), [](Slot * s) { return s->state != Slot::State::Idle; }),
+                       idle.end());
+            by_span(idle);
+            Slot * s = idle.front();
             drop_kv(*s, 0);
             s->n_past = 0;
             s->n_cached = 0;
