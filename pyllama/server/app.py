@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -20,7 +21,9 @@ from pyllama.server import admin, anthropic, infill, native, ollama, openai, rer
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.cors import CorsMiddleware
 from pyllama.server.errors import APIError, error_response
+from pyllama.server.listen import bind_all, split_hosts
 from pyllama.server.settings import Settings
+from pyllama.server.sleep import WakeMiddleware
 from pyllama.server.state import ServerState
 
 __all__ = ["create_app", "serve"]
@@ -79,6 +82,8 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
     middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
     if settings.api_keys:
         middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys))
+    if settings.sleep_idle_seconds >= 0:
+        middleware.append(Middleware(WakeMiddleware, state=state))
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -99,9 +104,17 @@ def serve(settings: Settings) -> int:
     from pyllama import _core
 
     _core.set_log_level(1 if settings.verbose else 3)  # ggml levels: debug 1 ... error 4
+    hosts = split_hosts(settings.host)
+    sockets = None
+    if len(hosts) > 1 or hosts[0].endswith(".sock"):
+        try:
+            sockets = bind_all(hosts, settings.port)
+        except OSError as e:
+            print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
+            return 1
     app = create_app(settings)
     config: dict[str, Any] = {
-        "host": settings.host,
+        "host": hosts[0],
         "port": settings.port,
         "log_level": "info" if settings.verbose else "warning",
         "timeout_keep_alive": 30,
@@ -109,9 +122,11 @@ def serve(settings: Settings) -> int:
     if settings.ssl_key_file or settings.ssl_cert_file:
         config["ssl_keyfile"] = settings.ssl_key_file
         config["ssl_certfile"] = settings.ssl_cert_file
-    print(f"pyllama-server: listening on http://{settings.host}:{settings.port}", flush=True)
+    for host in hosts:
+        where = host if host.endswith(".sock") else f"http://{host}:{settings.port}"
+        print(f"pyllama-server: listening on {where}", flush=True)
     server = _server_class()(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
-    server.run()
+    server.run(sockets=sockets)
     return 0 if server.started else 1
 
 

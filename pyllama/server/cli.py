@@ -54,6 +54,7 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
 
     flag("-m", "--model", env="LLAMA_ARG_MODEL", help="GGUF model path (default: the demo model)")
     flag("-a", "--alias", env="LLAMA_ARG_ALIAS", help="model name(s) for the API, comma-separated")
+    flag("--tags", env="LLAMA_ARG_TAGS", help="model tags, comma-separated (informational)")
     flag(
         "--offline",
         action="store_true",
@@ -237,6 +238,13 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
     flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
     flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
     flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
+    flag(
+        "--sleep-idle-seconds",
+        type=int,
+        default=-1,
+        env="LLAMA_ARG_SLEEP_IDLE_SECONDS",
+        help="free the model after this many idle seconds, reload it on the next request (-1: never)",
+    )
     flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
     return p, envs
 
@@ -302,9 +310,14 @@ def parse_args(
         parser.error("--cache-reuse must be >= 0")
     if a.n_parallel == 0 or a.n_parallel < -1:
         parser.error("--parallel must be >= 1 (or -1 for auto)")
+    if a.sleep_idle_seconds == 0 or a.sleep_idle_seconds < -1:
+        parser.error("--sleep-idle-seconds: cannot be 0 or less than -1")
+    if not _split(a.host):
+        parser.error("--host requires at least one address")
     return Settings(
         model=a.model,
-        alias=_split(a.alias),
+        alias=sorted(set(_split(a.alias))),  # a set, as llama-server: the first names the model
+        tags=sorted(set(_split(a.tags))),
         offline=bool(a.offline),
         host=a.host,
         port=a.port,
@@ -358,6 +371,7 @@ def parse_args(
         webui=bool(a.webui),
         verbose=bool(a.verbose),
         timeout_s=a.timeout_s,
+        sleep_idle_seconds=a.sleep_idle_seconds,
     )
 
 

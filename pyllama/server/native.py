@@ -217,13 +217,13 @@ async def apply_template(request: Request) -> Response:
 
 async def health(request: Request) -> Response:
     state = _state(request)
-    state.require()
+    state.check()
     return json_response({"status": "ok"})
 
 
 async def props(request: Request) -> Response:
     state = _state(request)
-    model, _ = state.require()
+    state.check()  # answered while asleep, from what the state keeps
     assert state.template is not None
     return json_response(
         {
@@ -240,10 +240,10 @@ async def props(request: Request) -> Response:
             "model_path": state.model_path,
             "modalities": {"vision": False, "audio": False},
             "chat_template": state.template.source,
-            "bos_token": state.special_text(model.token_bos),
-            "eos_token": state.special_text(model.token_eos),
+            "bos_token": state.bos_text,
+            "eos_token": state.eos_text,
             "build_info": "pyllama",
-            "is_sleeping": False,
+            "is_sleeping": state.sleeping,
         }
     )
 
@@ -289,98 +289,13 @@ async def metrics(request: Request) -> Response:
         raise APIError(
             501, "This server does not support metrics endpoint. Start it with `--metrics`"
         )
-    _, engine = state.require()
-    m = engine.engine.metrics()
-    n_decode = max(1, m["n_decode_total"])
-    rows = [
-        (
-            "counter",
-            "prompt_tokens_total",
-            "Number of prompt tokens processed.",
-            m["n_prompt_tokens_total"],
-        ),
-        (
-            "counter",
-            "prompt_tokens_cached_total",
-            "Number of prompt tokens taken from a slot's cache.",
-            m["n_prompt_cached_total"],
-        ),
-        ("counter", "prompt_seconds_total", "Prompt process time", m["t_prompt_ms_total"] / 1e3),
-        (
-            "counter",
-            "tokens_predicted_total",
-            "Number of generation tokens processed.",
-            m["n_predicted_total"],
-        ),
-        (
-            "counter",
-            "tokens_predicted_seconds_total",
-            "Predict process time",
-            m["t_predicted_ms_total"] / 1e3,
-        ),
-        ("counter", "n_decode_total", "Total number of llama_decode() calls", m["n_decode_total"]),
-        (
-            "gauge",
-            "n_busy_slots_per_decode",
-            "Average number of busy slots per llama_decode() call",
-            m["n_busy_slots_total"] / n_decode,
-        ),
-        (
-            "gauge",
-            "prompt_tokens_seconds",
-            "Average prompt throughput in tokens/s.",
-            _rate(m["n_prompt_tokens_total"], m["t_prompt_ms_total"]),
-        ),
-        (
-            "gauge",
-            "predicted_tokens_seconds",
-            "Average generation throughput in tokens/s.",
-            _rate(m["n_predicted_total"], m["t_predicted_ms_total"]),
-        ),
-        ("gauge", "requests_processing", "Number of requests processing.", m["n_processing"]),
-        ("gauge", "requests_deferred", "Number of requests deferred.", m["n_deferred"]),
-        (
-            "gauge",
-            "kv_cache_usage_ratio",
-            "KV-cache usage. 1 means 100 percent usage.",
-            m["kv_usage"],
-        ),
-        ("gauge", "n_tokens_max", "Largest observed n_tokens.", m["n_tokens_max"]),
-        (
-            "counter",
-            "spec_decode_num_draft_tokens_total",
-            "Speculative: Total draft tokens generated",
-            m["n_draft_tokens"],
-        ),
-        (
-            "counter",
-            "spec_decode_num_accepted_tokens_total",
-            "Speculative: Total draft tokens accepted by the target model",
-            m["n_draft_accepted"],
-        ),
-        (
-            "counter",
-            "spec_decode_num_drafts_total",
-            "Speculative: Total speculative decoding verification steps",
-            m["n_draft_steps"],
-        ),
-    ]
-    lines = []
-    for kind, name, help_, value in rows:
-        lines += [
-            f"# HELP llamacpp:{name} {help_}",
-            f"# TYPE llamacpp:{name} {kind}",
-            f"llamacpp:{name} {value}",
-        ]
+    engine = None if state.sleeping else state.require()[1]
+    text = state.metrics_book.scrape(engine.engine.metrics() if engine else None)
     return Response(
-        "\n".join(lines) + "\n",
+        text,
         media_type="text/plain; version=0.0.4",
         headers={"Process-Start-Time-Unix": str(state.started)},
     )
-
-
-def _rate(n: float, ms: float) -> float:
-    return 1e3 * n / ms if ms > 0 else 0.0
 
 
 ROUTES: list[tuple[str, Any, list[str]]] = [

@@ -46,10 +46,12 @@ def _logprobs_content(state: ServerState, r: gen.Result, post: bool) -> dict[str
 
 async def models(request: Request) -> Response:
     state = _state(request)
-    state.require()
+    state.check()  # answered while asleep
     info = state.model_info()
     entry = {
         "id": state.model_name,
+        "aliases": state.settings.alias,
+        "tags": state.settings.tags,
         "object": "model",
         "created": state.started,
         "owned_by": "llamacpp",

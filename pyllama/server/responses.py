@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from pyllama import _core
 from pyllama.server import generation as gen
-from pyllama.server.chatrun import ChatCall, ChatTurn, start_chat
+from pyllama.server.chatrun import ChatCall, ChatTurn, plan_call, start_chat
 from pyllama.server.errors import APIError
 from pyllama.server.http import json_response, parse, sse, sse_response
 from pyllama.server.response_store import ResponseStore, StoredResponse
@@ -241,6 +241,17 @@ async def create(request: Request) -> Response:
     return json_response({**body, "timings": gen.timings(reply.final)})
 
 
+async def input_tokens(request: Request) -> Response:
+    """The prompt size a Responses request would have (llama-server's
+    /v1/responses/input_tokens): its input, instructions, tools and previous response."""
+    state = _state(request)
+    req = await parse(request, ResponsesRequest)
+    state.require()
+    tr = _Translated(state, req, _store(request))
+    n = len(plan_call(state, tr.call).tokens)
+    return json_response({"object": "response.input_tokens", "input_tokens": n})
+
+
 class _Events:
     """Responses stream events, numbered, with the output items they build."""
 
@@ -378,6 +389,8 @@ async def delete(request: Request) -> Response:
 ROUTES: list[tuple[str, Any, list[str]]] = [
     ("/v1/responses", create, ["POST"]),
     ("/responses", create, ["POST"]),
+    ("/v1/responses/input_tokens", input_tokens, ["POST"]),
+    ("/responses/input_tokens", input_tokens, ["POST"]),
     ("/v1/responses/{response_id}", retrieve, ["GET"]),
     ("/v1/responses/{response_id}", delete, ["DELETE"]),
     ("/responses/{response_id}", retrieve, ["GET"]),

@@ -12,6 +12,7 @@ __all__ = ["Settings"]
 class Settings:
     model: str | None = None  # None: the demo model, fetched unless offline
     alias: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # informational, listed by /models
     offline: bool = False
     host: str = "127.0.0.1"
     port: int = 8080
@@ -62,6 +63,7 @@ class Settings:
     cors_methods: str = "GET, POST, DELETE, OPTIONS"
     cors_headers: str = "*"
     cors_credentials: bool = True  # for listed origins only; never with "*"
+    sleep_idle_seconds: float = -1  # < 0: never sleep
     webui: bool = False
     verbose: bool = False
     timeout_s: float = 3600.0

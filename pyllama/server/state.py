@@ -15,6 +15,7 @@ from pyllama import _core
 from pyllama.chat import CHATML, ChatTemplate
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.server.errors import APIError
+from pyllama.server.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
 __all__ = ["ServerState"]
@@ -36,8 +37,17 @@ class ServerState:
         self.n_parallel = 0
         self.load_error: str | None = None
         self.started = int(time.time())
+        self.info: dict[str, Any] = {}  # model facts, kept while asleep
+        self.bos_text = self.eos_text = ""
+        self.sleeping = False  # model and engine freed after --sleep-idle-seconds idle
+        self.metrics_book = MetricsBook()
+        self._wake_lock = asyncio.Lock()
+        self._lora_scales: list[float] | None = None  # set by /lora-adapters, kept across sleep
         self._engine_core: _core.Engine | None = None  # set on the loader thread
         self._loader: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self.in_flight = 0  # requests that use the model (see sleep.WakeMiddleware)
+        self.last_active = time.monotonic()
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -53,6 +63,8 @@ class ServerState:
             await asyncio.to_thread(self._load_sync)
             assert self._engine_core is not None
             self.engine = AsyncEngine(self._engine_core)
+            if self.settings.sleep_idle_seconds >= 0:
+                self._watcher = asyncio.get_running_loop().create_task(self._watch_idle())
         except Exception as e:  # reported by /health and every endpoint
             self.load_error = f"{type(e).__name__}: {e}"
             raise
@@ -103,7 +115,18 @@ class ServerState:
             bos_token=self._special(model, model.token_bos),
             eos_token=self._special(model, model.token_eos),
         )
+        if self._lora_scales is not None:
+            core.set_lora_scales(self._lora_scales)
         self.model = model
+        self.info = {
+            "n_vocab": model.n_vocab,
+            "n_ctx_train": model.n_ctx_train,
+            "n_embd": model.n_embd,
+            "n_params": model.n_params,
+            "size": model.size,
+        }
+        self.bos_text = self._special(model, model.token_bos)
+        self.eos_text = self._special(model, model.token_eos)
         self.model_path = path
         self.model_name = s.model_alias or Path(path).name
         self.n_ctx = n_ctx
@@ -117,7 +140,56 @@ class ServerState:
             return ""
         return model.token_to_piece(token, special=True).decode("utf-8", errors="replace")
 
+    async def sleep(self) -> None:
+        """Free the model and the engine (their memory goes back); ``wake`` reloads them."""
+        async with self._wake_lock:
+            if self.engine is None or self.sleeping:
+                return
+            core = self.engine.engine
+            self.metrics_book.retire(core.metrics())
+            if core.lora_paths:
+                self._lora_scales = list(core.lora_scales())
+            self.engine.close()  # joins the loop thread; no task is running
+            self.engine = None
+            self.model = None
+            self._engine_core = None
+            self.sleeping = True
+
+    async def wake(self) -> None:
+        if not self.sleeping:
+            return
+        async with self._wake_lock:
+            if not self.sleeping:
+                return
+            try:
+                await asyncio.to_thread(self._load_sync)
+            except Exception as e:  # every request then gets a 500 naming the cause
+                self.load_error = f"{type(e).__name__}: {e}"
+                self.sleeping = False
+                return
+            assert self._engine_core is not None
+            self.engine = AsyncEngine(self._engine_core)
+            self.metrics_book.revive()
+            self.sleeping = False
+            self.last_active = time.monotonic()
+
+    async def _watch_idle(self) -> None:
+        # Sleep once no request has used the model for --sleep-idle-seconds and the engine
+        # has nothing live (a streamed response counts as in flight until its last byte).
+        limit = self.settings.sleep_idle_seconds
+        while True:
+            await asyncio.sleep(min(0.25, max(limit, 0.01) / 4))
+            if self.sleeping or self.engine is None:
+                continue
+            m = self.engine.engine.metrics()
+            if self.in_flight or m["n_processing"] or m["n_deferred"]:
+                self.last_active = time.monotonic()
+            elif time.monotonic() - self.last_active >= limit:
+                await self.sleep()
+
     async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
         if self._loader is not None and not self._loader.done():
             self._loader.cancel()
         if self.engine is not None:
@@ -133,17 +205,12 @@ class ServerState:
             raise APIError(503, "Loading model")
         return self.model, self.engine
 
-    def special_text(self, token: int) -> str:
-        assert self.model is not None
-        return self._special(self.model, token)
+    def check(self) -> None:
+        """For routes that answer from what is kept while asleep: fails only while
+        loading (503) or if loading failed (500)."""
+        if self.sleeping:
+            return
+        self.require()
 
     def model_info(self) -> dict[str, Any]:
-        m = self.model
-        assert m is not None
-        return {
-            "n_vocab": m.n_vocab,
-            "n_ctx_train": m.n_ctx_train,
-            "n_embd": m.n_embd,
-            "n_params": m.n_params,
-            "size": m.size,
-        }
+        return self.info

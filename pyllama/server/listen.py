@@ -1,0 +1,51 @@
+"""Listening sockets for ``--host a,b,...``: several TCP addresses and UNIX socket paths.
+
+One host goes to uvicorn as is; several are bound here and handed to ``Server.run(sockets=)``
+(uvicorn's own config takes a single host). As llama-server: with several TCP addresses,
+``::`` binds IPv6 only, so ``0.0.0.0,::`` does not collide; a host ending in ``.sock`` is
+a UNIX socket path.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+__all__ = ["bind_all", "split_hosts"]
+
+
+def split_hosts(value: str) -> list[str]:
+    return [h.strip() for h in value.split(",") if h.strip()]
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    if host.endswith(".sock"):
+        if os.path.exists(host):
+            os.unlink(host)  # a stale socket file from an earlier run
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(host)
+        return sock
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def bind_all(hosts: list[str], port: int) -> list[socket.socket]:
+    """Bind and listen on every host; on failure close what was bound and raise OSError."""
+    socks: list[socket.socket] = []
+    try:
+        for host in hosts:
+            sock = _bind(host, port)
+            socks.append(sock)
+            sock.listen(2048)
+            sock.set_inheritable(True)
+    except OSError as e:
+        for s in socks:
+            s.close()
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+    return socks
