@@ -10,7 +10,6 @@ import httpx as http
 import pytest
 from conftest import SERVER_PIDS, running_server
 
-
 KEY = {"Authorization": "Bearer k"}
 
 
