@@ -68,20 +68,7 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
         for module in (native, openai, admin, infill, rerank, anthropic, responses, ollama)
         for path, fn, methods in module.ROUTES
     ]
-    middleware = []
-    if settings.cors_origins:  # outermost, so that errors (401, 413) carry the headers too
-        middleware.append(
-            Middleware(
-                CorsMiddleware,
-                origins=settings.cors_origins,
-                methods=settings.cors_methods,
-                headers=settings.cors_headers,
-                credentials=settings.cors_credentials,
-            )
-        )
-    middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
-    if settings.api_keys:
-        middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys))
+    middleware = _middleware(settings)
     if settings.sleep_idle_seconds >= 0:
         middleware.append(Middleware(WakeMiddleware, state=state))
     app = Starlette(
@@ -98,6 +85,24 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
     return app
 
 
+def _middleware(settings: Settings) -> list[Middleware]:
+    middleware = []
+    if settings.cors_origins:  # outermost, so that errors (401, 413) carry the headers too
+        middleware.append(
+            Middleware(
+                CorsMiddleware,
+                origins=settings.cors_origins,
+                methods=settings.cors_methods,
+                headers=settings.cors_headers,
+                credentials=settings.cors_credentials,
+            )
+        )
+    middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
+    if settings.api_keys:
+        middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys))
+    return middleware
+
+
 def serve(settings: Settings) -> int:
     import uvicorn
 
@@ -112,7 +117,12 @@ def serve(settings: Settings) -> int:
         except OSError as e:
             print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
             return 1
-    app = create_app(settings)
+    if settings.router:
+        from pyllama.server.router import create_router_app
+
+        app = create_router_app(settings, _middleware(settings))
+    else:
+        app = create_app(settings)
     config: dict[str, Any] = {
         "host": hosts[0],
         "port": settings.port,

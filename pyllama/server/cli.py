@@ -238,6 +238,24 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
     flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
     flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
     flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
+    flag("--models-dir", env="LLAMA_ARG_MODELS_DIR", help="router mode: a directory of GGUF models")
+    flag(
+        "--models-preset", env="LLAMA_ARG_MODELS_PRESET", help="router mode: an INI file of models"
+    )
+    flag(
+        "--models-max",
+        type=int,
+        default=None,
+        env="LLAMA_ARG_MODELS_MAX",
+        help="router mode: models loaded at once (default 4, 0: no limit)",
+    )
+    switch(
+        ["--models-autoload"],
+        ["--no-models-autoload"],
+        "models_autoload",
+        "LLAMA_ARG_MODELS_AUTOLOAD",
+        "router mode: load a model when a request names it (default on)",
+    )
     flag(
         "--sleep-idle-seconds",
         type=int,
@@ -255,6 +273,54 @@ def _split(values: Sequence[str] | str | None) -> list[str]:
     if isinstance(values, str):
         values = [values]
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+# flags a router keeps to itself: where it listens, who may call it, which models exist
+_ROUTER_ONLY = frozenset(
+    [
+        "--host",
+        "--port",
+        "--api-key",
+        "--api-key-file",
+        "--ssl-key-file",
+        "--ssl-cert-file",
+        "--alias",
+        "-a",
+        "--tags",
+        "--cors-origins",
+        "--cors-methods",
+        "--cors-headers",
+        "--cors-credentials",
+        "--no-cors-credentials",
+        "--models-dir",
+        "--models-preset",
+        "--models-max",
+        "--models-autoload",
+        "--no-models-autoload",
+        "--model",
+        "-m",
+        "--offline",
+    ]
+)
+
+
+def _child_args(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """The router's command line minus its own flags: what each model's server inherits."""
+    arity = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            arity[opt] = action.nargs if action.nargs is not None else 1
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, _ = arg.partition("=")
+        n = 0 if eq else arity.get(name, 0)
+        n = n if isinstance(n, int) else 1
+        if name not in _ROUTER_ONLY:
+            out += argv[i : i + 1 + n]
+        i += 1 + n
+    return out
 
 
 def parse_args(
@@ -312,6 +378,12 @@ def parse_args(
         parser.error("--parallel must be >= 1 (or -1 for auto)")
     if a.sleep_idle_seconds == 0 or a.sleep_idle_seconds < -1:
         parser.error("--sleep-idle-seconds: cannot be 0 or less than -1")
+    router_flags = (a.models_dir, a.models_preset, a.models_max, a.models_autoload)
+    router = a.model is None and any(v is not None for v in router_flags)
+    if a.models_dir and not Path(a.models_dir).is_dir():
+        parser.error(f"--models-dir '{a.models_dir}' does not exist or is not a directory")
+    if a.models_preset and not Path(a.models_preset).is_file():
+        parser.error(f"--models-preset '{a.models_preset}' does not exist")
     if not _split(a.host):
         parser.error("--host requires at least one address")
     return Settings(
@@ -372,6 +444,14 @@ def parse_args(
         verbose=bool(a.verbose),
         timeout_s=a.timeout_s,
         sleep_idle_seconds=a.sleep_idle_seconds,
+        router=router,
+        models_dir=a.models_dir,
+        models_preset=a.models_preset,
+        models_max=4 if a.models_max is None else a.models_max,
+        models_autoload=a.models_autoload is not False,
+        child_args=_child_args(parser, list(sys.argv[1:] if argv is None else argv))
+        if router
+        else [],
     )
 
 

@@ -64,6 +64,13 @@ class Settings:
     cors_headers: str = "*"
     cors_credentials: bool = True  # for listed origins only; never with "*"
     sleep_idle_seconds: float = -1  # < 0: never sleep
+    # router mode (server/router.py): one child server per loaded model
+    router: bool = False
+    models_dir: str | None = None
+    models_preset: str | None = None
+    models_max: int = 4  # 0: no limit
+    models_autoload: bool = True
+    child_args: list[str] = field(default_factory=list)  # the router's flags children inherit
     webui: bool = False
     verbose: bool = False
     timeout_s: float = 3600.0

@@ -1,0 +1,275 @@
+"""Router mode: one front server, one ``pyllama-server`` child per loaded model.
+
+Started with a router flag (``--models-dir``, ``--models-preset``, ``--models-max``,
+``--[no-]models-autoload``) and no ``-m``. A request names its model (the body's
+``model``, or ``?model=`` for GET routes) and is proxied, streamed as it comes, to that
+model's child, which is loaded first when autoload is on (per request: ``?autoload=``).
+``/models`` lists every known model with its status; ``/models/load``,
+``/models/unload`` and ``DELETE /models`` manage them, as llama-server's router.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from pyllama.server.errors import error_response
+from pyllama.server.http import json_response
+from pyllama.server.router_models import ModelEntry, ModelTable, RouterError
+from pyllama.server.settings import Settings
+
+__all__ = ["create_router_app"]
+
+# routes whose body names the model (llama-server's proxied POST routes, plus Ollama's)
+POST_ROUTES = [
+    "/completion",
+    "/completions",
+    "/v1/completions",
+    "/chat/completions",
+    "/v1/chat/completions",
+    "/chat/completions/input_tokens",
+    "/v1/chat/completions/input_tokens",
+    "/responses",
+    "/v1/responses",
+    "/responses/input_tokens",
+    "/v1/responses/input_tokens",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/infill",
+    "/embedding",
+    "/embeddings",
+    "/v1/embeddings",
+    "/rerank",
+    "/reranking",
+    "/v1/rerank",
+    "/v1/reranking",
+    "/tokenize",
+    "/detokenize",
+    "/apply-template",
+    "/props",
+    "/lora-adapters",
+    "/slots/{id_slot}",
+    "/api/chat",
+    "/api/generate",
+    "/api/embed",
+    "/api/embeddings",
+    "/api/show",
+]
+GET_ROUTES = ("/metrics", "/slots", "/lora-adapters")  # the model in ?model=
+# hop-by-hop and recomputed headers, not forwarded in either direction
+_DROP = frozenset(
+    {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "authorization"}
+    | {"x-api-key", "date", "server"}
+)
+
+
+def _table(request: Request) -> ModelTable:
+    return request.app.state.models
+
+
+def _autoload(request: Request, settings: Settings) -> bool:
+    value = request.query_params.get("autoload")
+    return settings.models_autoload if value is None else value in ("1", "true")
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as e:
+        raise RouterError(400, f"the body is not valid JSON: {e}") from e
+    if not isinstance(body, dict):
+        raise RouterError(400, "the body must be a JSON object")
+    return body
+
+
+def _named(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise RouterError(400, "model name is missing from the request")
+    return name
+
+
+async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response:
+    table = _table(request)
+    if not entry.running:
+        if not _autoload(request, request.app.state.settings):
+            raise RouterError(400, "model is not loaded")
+        await table.load(entry)
+    await table.wait_ready(entry)
+    url = f"http://127.0.0.1:{entry.port}{request.url.path}"
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP]
+    params = [(k, v) for k, v in request.query_params.multi_items() if k != "autoload"]
+    req = table.client.build_request(
+        request.method, url, params=params, headers=headers, content=body
+    )
+    entry.busy += 1
+    entry.last_used = time.monotonic()
+    try:
+        upstream = await table.client.send(req, stream=True)
+    except Exception:
+        entry.busy -= 1
+        raise
+
+    async def relay() -> AsyncIterator[bytes]:
+        # a client that leaves closes this generator, which closes the child's connection,
+        # which cancels the child's task
+        try:
+            async for chunk in upstream.aiter_raw():
+                yield chunk
+        finally:
+            await upstream.aclose()
+            entry.busy -= 1
+            entry.last_used = time.monotonic()
+
+    out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROP}
+    return StreamingResponse(relay(), status_code=upstream.status_code, headers=out_headers)
+
+
+async def proxy_post(request: Request) -> Response:
+    body = await request.body()
+    data = await _json(request)
+    return await _forward(request, _table(request).get(_named(data.get("model"))), body)
+
+
+async def proxy_get(request: Request) -> Response:
+    name = _named(request.query_params.get("model"))
+    return await _forward(request, _table(request).get(name), b"")
+
+
+async def health(request: Request) -> Response:
+    return json_response({"status": "ok"})
+
+
+async def props(request: Request) -> Response:
+    if request.query_params.get("model"):
+        return await proxy_get(request)
+    s: Settings = request.app.state.settings
+    return json_response(
+        {
+            "role": "router",
+            "max_instances": s.models_max,
+            "models_autoload": s.models_autoload,
+            "model_alias": "pyllama-server",
+            "model_path": "none",
+            "default_generation_settings": {"params": {}, "n_ctx": 0},
+            "build_info": "b-pyllama",
+        }
+    )
+
+
+def _describe(entry: ModelEntry) -> dict[str, Any]:
+    status: dict[str, Any] = {"value": entry.status, "args": entry.args}
+    if entry.preset:
+        status["preset"] = entry.preset
+    if entry.status == "failed":
+        status["exit_code"] = entry.exit_code
+        status["failed"] = True
+    return {
+        "id": entry.name,
+        "aliases": entry.aliases,
+        "tags": [],
+        "object": "model",
+        "owned_by": "llamacpp",
+        "created": int(time.time()),
+        "status": status,
+        "architecture": {"input_modalities": ["text"], "output_modalities": ["text"]},
+        "source": entry.source,
+        "can_remove": entry.source == "cache",
+    }
+
+
+async def models(request: Request) -> Response:
+    table = _table(request)
+    if request.query_params.get("reload"):
+        table.reload()
+    return json_response({"object": "list", "data": [_describe(e) for e in table.models.values()]})
+
+
+async def load(request: Request) -> Response:
+    table = _table(request)
+    name = _named((await _json(request)).get("model"))
+    entry = table.models.get(name)
+    if entry is None:
+        raise RouterError(404, "model is not found")
+    if entry.running:
+        raise RouterError(400, "model is already running")
+    await table.load(entry)
+    return json_response({"success": True})
+
+
+async def unload(request: Request) -> Response:
+    table = _table(request)
+    entry = table.get(_named((await _json(request)).get("model")))
+    if not entry.running:
+        raise RouterError(400, "model is not running")
+    await table.unload(entry)
+    return json_response({"success": True})
+
+
+async def delete(request: Request) -> Response:
+    table = _table(request)
+    entry = table.get(_named(request.query_params.get("model")))
+    if entry.source != "cache" or entry.path is None:
+        raise RouterError(400, "only models in pyllama's cache can be removed")
+    if entry.running:
+        await table.unload(entry)
+    Path(entry.path).unlink(missing_ok=True)
+    table.reload()
+    return json_response({"success": True})
+
+
+async def _router_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RouterError)
+    return error_response(exc.status, str(exc), path=request.url.path)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = "File Not Found" if exc.status_code == 404 else str(exc.detail)
+    return error_response(exc.status_code, message, path=request.url.path)
+
+
+def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.models = ModelTable(
+            settings.child_args,
+            settings.models_dir,
+            settings.models_preset,
+            settings.models_max,
+            verbose=settings.verbose,
+        )
+        try:
+            yield
+        finally:
+            await app.state.models.close()
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/health", health, methods=["GET"]),
+        Route("/props", props, methods=["GET"]),
+        Route("/models", models, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/models/load", load, methods=["POST"]),
+        Route("/models/unload", unload, methods=["POST"]),
+        Route("/models", delete, methods=["DELETE"]),
+        *(Route(p, proxy_post, methods=["POST"]) for p in POST_ROUTES),
+        *(Route(p, proxy_get, methods=["GET"]) for p in GET_ROUTES),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={RouterError: _router_error, HTTPException: _http_error},
+    )
+    app.state.settings = settings
+    return app

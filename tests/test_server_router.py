@@ -1,0 +1,137 @@
+"""Router mode: one front server, a child pyllama-server per loaded model, requests routed
+by their ``model`` field; loading, unloading, eviction past --models-max, presets."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx as http
+import openai
+import pytest
+from conftest import running_server
+
+KEY = "router-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+def _status(url: str) -> dict[str, str]:
+    data = http.get(url + "/models").json()["data"]
+    return {m["id"]: m["status"]["value"] for m in data}
+
+
+def _wait_status(url: str, name: str, want: str, timeout: float = 60) -> None:
+    t0 = time.monotonic()
+    while _status(url).get(name) != want:
+        assert time.monotonic() - t0 < timeout, f"{name} never became {want}: {_status(url)}"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def models_dir(smollm_path, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("router-models")
+    (d / "smol-a.gguf").symlink_to(smollm_path)
+    (d / "nested").mkdir()
+    (d / "nested" / "weights.gguf").symlink_to(smollm_path)
+    return d
+
+
+@pytest.fixture(scope="module")
+def router(models_dir):
+    args = ["--models-dir", str(models_dir), "--models-max", "1", "-t", "2", "-c", "1024"]
+    with running_server(*args, "-np", "1", "--api-key", KEY, "--metrics") as url:
+        yield url
+
+
+def test_lists_models_and_serves_them_through_children(router):
+    status = _status(router)  # beside these, the models in pyllama's cache
+    assert status["smol-a"] == status["nested"] == "unloaded"
+    props = http.get(router + "/props", headers=AUTH).json()
+    assert props["role"] == "router" and props["max_instances"] == 1
+    client = openai.OpenAI(base_url=router + "/v1", api_key=KEY)
+    msgs = [{"role": "user", "content": "Say hello."}]
+    r = client.chat.completions.create(model="smol-a", messages=msgs, max_tokens=8)
+    assert r.choices[0].message.content and r.model == "smol-a"
+    assert _status(router)["smol-a"] == "loaded"
+    # streamed through the proxy chunk by chunk, same text as the whole reply (greedy)
+    whole = client.chat.completions.create(
+        model="smol-a", messages=msgs, max_tokens=8, temperature=0
+    )
+    parts = client.chat.completions.create(
+        model="smol-a", messages=msgs, max_tokens=8, temperature=0, stream=True
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in parts if c.choices)
+    assert text == whole.choices[0].message.content
+    # the child's own endpoints, the model named in the query
+    metrics = http.get(router + "/metrics", params={"model": "smol-a"}, headers=AUTH)
+    assert "llamacpp:tokens_predicted_total" in metrics.text
+
+
+def test_models_max_evicts_the_least_recently_used(router):
+    http.post(
+        router + "/completion",
+        json={"model": "smol-a", "prompt": "a", "n_predict": 1},
+        headers=AUTH,
+    )
+    r = http.post(
+        router + "/completion",
+        json={"model": "nested", "prompt": "Hi", "n_predict": 2},
+        headers=AUTH,
+        timeout=60,
+    )
+    assert r.status_code == 200 and r.json()["tokens_predicted"] == 2
+    status = _status(router)
+    assert (status["smol-a"], status["nested"]) == ("unloaded", "loaded")
+
+
+def test_bad_requests(router):
+    client = openai.OpenAI(base_url=router + "/v1", api_key=KEY)
+    with pytest.raises(openai.BadRequestError, match="not found"):
+        client.chat.completions.create(
+            model="no-such-model", messages=[{"role": "user", "content": "x"}]
+        )
+    r = http.post(router + "/completion", json={"prompt": "x"}, headers=AUTH)
+    assert r.status_code == 400 and "model name is missing" in r.json()["error"]["message"]
+    r = http.post(router + "/completion", json={"model": "smol-a", "prompt": "x"})
+    assert r.status_code == 401
+    r = http.post(router + "/models/load", json={"model": "nope"}, headers=AUTH)
+    assert r.status_code == 404
+
+
+def test_no_autoload_load_and_unload(models_dir):
+    args = ["--models-dir", str(models_dir), "--no-models-autoload", "-t", "2", "-c", "1024"]
+    with running_server(*args, "-np", "1") as url:
+        body = {"model": "smol-a", "prompt": "Hi", "n_predict": 2}
+        r = http.post(url + "/completion", json=body)
+        assert r.status_code == 400 and r.json()["error"]["message"] == "model is not loaded"
+        # ?autoload=1 overrides the flag for one request
+        assert http.post(url + "/completion?autoload=1", json=body, timeout=60).status_code == 200
+        assert http.post(url + "/models/unload", json={"model": "smol-a"}).json()["success"]
+        _wait_status(url, "smol-a", "unloaded")
+        assert http.post(url + "/models/load", json={"model": "smol-a"}).json()["success"]
+        _wait_status(url, "smol-a", "loaded")
+        assert http.post(url + "/completion", json=body, timeout=60).status_code == 200
+        r = http.post(url + "/models/load", json={"model": "smol-a"})
+        assert r.status_code == 400 and "already running" in r.text
+
+
+def test_preset_sets_per_model_flags_and_reloads(smollm_path, tmp_path):
+    ini = tmp_path / "models.ini"
+    ini.write_text(
+        f"[*]\nctx-size = 2048\n\n[short]\nmodel = {smollm_path}\nctx-size = 512\n\n"
+        f"[long]\nmodel = {smollm_path}\n\n[remote]\nhf-repo = someone/something\n"
+    )
+    with running_server("--models-preset", str(ini), "-t", "2", "-np", "1") as url:
+        assert {"short", "long", "remote"} <= set(_status(url))
+        n_ctx = {}
+        for name in ("short", "long"):
+            props = http.get(url + "/props", params={"model": name}, timeout=60).json()
+            n_ctx[name] = props["default_generation_settings"]["n_ctx"]
+        assert n_ctx == {"short": 512, "long": 2048}
+        # a preset model without a local file fails to load, with the reason
+        r = http.post(url + "/completion", json={"model": "remote", "prompt": "x"})
+        assert r.status_code == 500 and "no local GGUF" in r.json()["error"]["message"]
+        assert _status(url)["remote"] == "failed"
+        ini.write_text(f"[short]\nmodel = {smollm_path}\nctx-size = 512\n")
+        ids = {m["id"] for m in http.get(url + "/models?reload=1").json()["data"]}
+        assert "short" in ids and not ids & {"long", "remote"}
