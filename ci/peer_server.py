@@ -14,6 +14,7 @@ the very process the tests started (terminate/kill reach it directly):
   -hfd/-hfrd/--hf-repo-draft/--spec-draft-hf X     -> -md PEER_LOCAL_DRAFT
   -mmu/--mmproj-url U, -mm/--mmproj F (missing)    -> dropped (no local projector)
   -hft/--hf-token T                                 -> dropped
+  no model and no router flag (llama-server's router mode) -> "--models-max 4" added
 Every other argument passes through unchanged, in order. Both servers compared by
 ci/peer_tests.sh go through this same script, so they see the same rewritten command line.
 
@@ -48,6 +49,8 @@ DRAFT = {"-md", "--model-draft", "--spec-draft-model"}
 MMPROJ_URL = {"-mmu", "--mmproj-url"}
 MMPROJ = {"-mm", "--mmproj"}
 DROP = {"-hft", "--hf-token"}
+ROUTER = {"--models-dir", "--models-preset", "--models-max", "--models-autoload"}
+ROUTER |= {"--no-models-autoload"}
 TAKES_VALUE = HUB_MAIN | HUB_DRAFT | MODEL | DRAFT | MMPROJ_URL | MMPROJ | DROP
 
 
@@ -92,6 +95,11 @@ def rewrite(argv: list[str], local: str, draft: str) -> list[str]:
         # MMPROJ_URL and DROP: dropped
     if hub and not have_model:
         out = ["-m", local, *out]
+    elif not have_model and not ROUTER & {a.partition("=")[0] for a in out}:
+        # no model at all: llama-server's router mode. pyllama-server serves its demo model
+        # then, unless a router flag is given; --models-max 4 is llama-server's default, so
+        # it changes nothing there and asks pyllama for the same mode.
+        out += ["--models-max", "4"]
     if want_draft and not have_draft:
         out += ["-md", draft]
     return out
