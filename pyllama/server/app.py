@@ -20,7 +20,7 @@ from starlette.routing import Route
 from pyllama.server import admin, anthropic, infill, native, ollama, openai, rerank, responses
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.cors import CorsMiddleware
-from pyllama.server.errors import APIError, error_response
+from pyllama.server.errors import APIError, error_response, handle_api_error, handle_http_error
 from pyllama.server.listen import bind_all, split_hosts
 from pyllama.server.settings import Settings
 from pyllama.server.sleep import WakeMiddleware
@@ -29,17 +29,6 @@ from pyllama.server.state import ServerState
 __all__ = ["create_app", "serve"]
 
 log = logging.getLogger("pyllama.server")
-
-
-async def _api_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, APIError)
-    return error_response(exc.status, exc.message, exc.type, request.url.path, **exc.extra)
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    message = "File Not Found" if exc.status_code == 404 else str(exc.detail)
-    return error_response(exc.status_code, message, path=request.url.path)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -76,8 +65,8 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={
-            APIError: _api_error,
-            HTTPException: _http_error,
+            APIError: handle_api_error,
+            HTTPException: handle_http_error,
             Exception: _unexpected,
         },
     )

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.responses import Response
 
 __all__ = ["TYPES", "APIError", "error_body", "error_response", "register_shape"]
@@ -70,3 +72,16 @@ def error_response(
     if body is None:
         body = error_body(status, message, type_, **extra)
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+async def handle_api_error(request: Request, exc: Exception) -> Response:
+    """Starlette exception handler: an APIError becomes its envelope."""
+    assert isinstance(exc, APIError)
+    return error_response(exc.status, exc.message, exc.type, request.url.path, **exc.extra)
+
+
+async def handle_http_error(request: Request, exc: Exception) -> Response:
+    """Starlette exception handler: routing errors (404, 405) in the same envelope."""
+    assert isinstance(exc, HTTPException)
+    message = "File Not Found" if exc.status_code == 404 else str(exc.detail)
+    return error_response(exc.status_code, message, path=request.url.path)

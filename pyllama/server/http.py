@@ -12,7 +12,7 @@ from starlette.responses import Response, StreamingResponse
 
 from pyllama.server.errors import APIError
 
-__all__ = ["describe_validation", "json_response", "parse", "sse", "sse_response"]
+__all__ = ["describe_validation", "json_body", "json_response", "parse", "sse", "sse_response"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -29,8 +29,8 @@ def describe_validation(e: ValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-async def parse(request: Request, model: type[M]) -> M:
-    """The JSON body validated into ``model``; 400 with the field at fault otherwise."""
+async def json_body(request: Request) -> dict[str, Any]:
+    """The body as a JSON object: 415 for another content type, 400 if it is not one."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype and ctype != "application/json" and not ctype.endswith("+json"):
         raise APIError(415, f"expected Content-Type application/json, got '{ctype}'")
@@ -41,6 +41,12 @@ async def parse(request: Request, model: type[M]) -> M:
         raise APIError(400, f"the body is not valid JSON: {e}") from e
     if not isinstance(data, dict):
         raise APIError(400, "the body must be a JSON object")
+    return data
+
+
+async def parse(request: Request, model: type[M]) -> M:
+    """The JSON body validated into ``model``; 400 with the field at fault otherwise."""
+    data = await json_body(request)
     try:
         return model.model_validate(data)
     except ValidationError as e:

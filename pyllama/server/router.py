@@ -16,16 +16,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from pyllama.server.errors import error_response
-from pyllama.server.http import json_response
-from pyllama.server.router_models import ModelEntry, ModelTable, RouterError
+from pyllama.server.errors import APIError, handle_api_error, handle_http_error
+from pyllama.server.http import json_body, json_response
+from pyllama.server.router_models import ModelEntry, ModelTable
 from pyllama.server.settings import Settings
 
 __all__ = ["create_router_app"]
@@ -82,19 +81,9 @@ def _autoload(request: Request, settings: Settings) -> bool:
     return settings.models_autoload if value is None else value in ("1", "true")
 
 
-async def _json(request: Request) -> dict[str, Any]:
-    try:
-        body = orjson.loads(await request.body())
-    except orjson.JSONDecodeError as e:
-        raise RouterError(400, f"the body is not valid JSON: {e}") from e
-    if not isinstance(body, dict):
-        raise RouterError(400, "the body must be a JSON object")
-    return body
-
-
 def _named(name: Any) -> str:
     if not isinstance(name, str) or not name:
-        raise RouterError(400, "model name is missing from the request")
+        raise APIError(400, "model name is missing from the request")
     return name
 
 
@@ -102,7 +91,7 @@ async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response
     table = _table(request)
     if not entry.running:
         if not _autoload(request, request.app.state.settings):
-            raise RouterError(400, "model is not loaded")
+            raise APIError(400, "model is not loaded")
         await table.load(entry)
     await table.wait_ready(entry)
     url = f"http://127.0.0.1:{entry.port}{request.url.path}"
@@ -136,7 +125,7 @@ async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response
 
 async def proxy_post(request: Request) -> Response:
     body = await request.body()
-    data = await _json(request)
+    data = await json_body(request)
     return await _forward(request, _table(request).get(_named(data.get("model"))), body)
 
 
@@ -196,21 +185,21 @@ async def models(request: Request) -> Response:
 
 async def load(request: Request) -> Response:
     table = _table(request)
-    name = _named((await _json(request)).get("model"))
+    name = _named((await json_body(request)).get("model"))
     entry = table.models.get(name)
     if entry is None:
-        raise RouterError(404, "model is not found")
+        raise APIError(404, "model is not found")
     if entry.running:
-        raise RouterError(400, "model is already running")
+        raise APIError(400, "model is already running")
     await table.load(entry)
     return json_response({"success": True})
 
 
 async def unload(request: Request) -> Response:
     table = _table(request)
-    entry = table.get(_named((await _json(request)).get("model")))
+    entry = table.get(_named((await json_body(request)).get("model")))
     if not entry.running:
-        raise RouterError(400, "model is not running")
+        raise APIError(400, "model is not running")
     await table.unload(entry)
     return json_response({"success": True})
 
@@ -219,23 +208,12 @@ async def delete(request: Request) -> Response:
     table = _table(request)
     entry = table.get(_named(request.query_params.get("model")))
     if entry.source != "cache" or entry.path is None:
-        raise RouterError(400, "only models in pyllama's cache can be removed")
+        raise APIError(400, "only models in pyllama's cache can be removed")
     if entry.running:
         await table.unload(entry)
     Path(entry.path).unlink(missing_ok=True)
     table.reload()
     return json_response({"success": True})
-
-
-async def _router_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RouterError)
-    return error_response(exc.status, str(exc), path=request.url.path)
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    message = "File Not Found" if exc.status_code == 404 else str(exc.detail)
-    return error_response(exc.status_code, message, path=request.url.path)
 
 
 def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
@@ -269,7 +247,7 @@ def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={RouterError: _router_error, HTTPException: _http_error},
+        exception_handlers={APIError: handle_api_error, HTTPException: handle_http_error},
     )
     app.state.settings = settings
     return app

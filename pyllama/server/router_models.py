@@ -25,15 +25,11 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["ModelEntry", "ModelTable", "RouterError"]
+from pyllama.server.errors import APIError
+
+__all__ = ["ModelEntry", "ModelTable"]
 
 READY_TIMEOUT_S = 600.0
-
-
-class RouterError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass
@@ -66,7 +62,7 @@ def _free_port() -> int:
 
 def _scan_dir(root: Path) -> list[ModelEntry]:
     if not root.is_dir():
-        raise RouterError(400, f"--models-dir '{root}' does not exist or is not a directory")
+        raise APIError(400, f"--models-dir '{root}' does not exist or is not a directory")
     out = []
     for item in sorted(root.iterdir()):
         if item.is_dir():
@@ -103,7 +99,7 @@ def _scan_preset(path: Path) -> list[ModelEntry]:
     try:
         ini.read_string(path.read_text())
     except (OSError, configparser.Error) as e:
-        raise RouterError(400, f"--models-preset '{path}': {e}") from e
+        raise APIError(400, f"--models-preset '{path}': {e}") from e
     out = []
     for name in ini.sections():
         section = ini[name]
@@ -167,7 +163,7 @@ class ModelTable:
             for e in self.models.values():
                 if name in e.aliases or (e.path and Path(e.path).name == name):
                     return e
-            raise RouterError(400, f"model '{name}' not found")
+            raise APIError(400, f"model '{name}' not found")
         return entry
 
     # ----------------------------------------------------------------- processes
@@ -229,7 +225,7 @@ class ModelTable:
     async def wait_ready(self, entry: ModelEntry) -> None:
         await entry.ready.wait()
         if entry.status != "loaded":
-            raise RouterError(500, f"model '{entry.name}' failed to load: {entry.error}")
+            raise APIError(500, f"model '{entry.name}' failed to load: {entry.error}")
 
     def _kill(self, entry: ModelEntry) -> None:
         proc, entry.proc = entry.proc, None
@@ -254,7 +250,7 @@ class ModelTable:
         while len(running) >= self.models_max:
             idle = [e for e in running if e.busy == 0]
             if not idle:
-                raise RouterError(503, "every loaded model is busy; try again later")
+                raise APIError(503, "every loaded model is busy; try again later")
             victim = min(idle, key=lambda e: e.last_used)
             await self.unload(victim)
             running.remove(victim)
