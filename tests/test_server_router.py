@@ -135,3 +135,19 @@ def test_preset_sets_per_model_flags_and_reloads(smollm_path, tmp_path):
         ini.write_text(f"[short]\nmodel = {smollm_path}\nctx-size = 512\n")
         ids = {m["id"] for m in http.get(url + "/models?reload=1").json()["data"]}
         assert "short" in ids and not ids & {"long", "remote"}
+
+
+def test_a_client_that_leaves_cancels_the_childs_task(router):
+    body = {"model": "nested", "prompt": "Count:", "n_predict": 2000, "ignore_eos": True}
+    with http.stream(
+        "POST", router + "/completion", json={**body, "stream": True}, headers=AUTH, timeout=60
+    ) as r:
+        lines = r.iter_lines()
+        assert next(lines).startswith("data: ")
+    t0 = time.monotonic()
+    while True:
+        slots = http.get(router + "/slots", params={"model": "nested"}, headers=AUTH).json()
+        if not slots[0]["is_processing"]:
+            break
+        assert time.monotonic() - t0 < 10, "the child still generates for a client that left"
+        time.sleep(0.1)

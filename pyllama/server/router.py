@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -89,38 +90,46 @@ def _named(name: Any) -> str:
 
 async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response:
     table = _table(request)
-    if not entry.running:
-        if not _autoload(request, request.app.state.settings):
-            raise APIError(400, "model is not loaded")
-        await table.load(entry)
-    await table.wait_ready(entry)
-    url = f"http://127.0.0.1:{entry.port}{request.url.path}"
+    if not entry.running and not _autoload(request, request.app.state.settings):
+        raise APIError(400, "model is not loaded")
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP]
     params = [(k, v) for k, v in request.query_params.multi_items() if k != "autoload"]
-    req = table.client.build_request(
-        request.method, url, params=params, headers=headers, content=body
-    )
-    entry.busy += 1
+    entry.busy += 1  # from here on, loading another model never evicts this one
     entry.last_used = time.monotonic()
     try:
+        if not entry.running:
+            await table.load(entry)
+        await table.wait_ready(entry)
+        url = f"http://127.0.0.1:{entry.port}{request.url.path}"
+        req = table.client.build_request(
+            request.method, url, params=params, headers=headers, content=body
+        )
         upstream = await table.client.send(req, stream=True)
-    except Exception:
+    except BaseException:
         entry.busy -= 1
         raise
-
-    async def relay() -> AsyncIterator[bytes]:
-        # a client that leaves closes this generator, which closes the child's connection,
-        # which cancels the child's task
-        try:
-            async for chunk in upstream.aiter_raw():
-                yield chunk
-        finally:
-            await upstream.aclose()
-            entry.busy -= 1
-            entry.last_used = time.monotonic()
-
     out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROP}
-    return StreamingResponse(relay(), status_code=upstream.status_code, headers=out_headers)
+    return _Relay(upstream, entry, out_headers)
+
+
+class _Relay(StreamingResponse):
+    """A child's response, passed on as it comes. The child's connection is closed and the
+    model marked idle however the response ends: finished, failed, or a client that left
+    before the first byte (a generator's ``finally`` would not run if it never started).
+    Closing that connection makes the child cancel its task."""
+
+    def __init__(self, upstream: httpx.Response, entry: ModelEntry, headers: dict[str, str]):
+        super().__init__(upstream.aiter_raw(), status_code=upstream.status_code, headers=headers)
+        self.upstream = upstream
+        self.entry = entry
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.upstream.aclose()
+            self.entry.busy -= 1
+            self.entry.last_used = time.monotonic()
 
 
 async def proxy_post(request: Request) -> Response:
