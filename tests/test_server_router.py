@@ -119,7 +119,7 @@ def test_preset_sets_per_model_flags_and_reloads(smollm_path, tmp_path):
     ini = tmp_path / "models.ini"
     ini.write_text(
         f"[*]\nctx-size = 2048\n\n[short]\nmodel = {smollm_path}\nctx-size = 512\n\n"
-        f"[long]\nmodel = {smollm_path}\n\n[remote]\nhf-repo = someone/something\n"
+        f"[long]\nmodel = {smollm_path}\nalias = big, longer\n\n[remote]\nhf-repo = someone/something\n"
     )
     with running_server("--models-preset", str(ini), "-t", "2", "-np", "1") as url:
         assert {"short", "long", "remote"} <= set(_status(url))
@@ -128,6 +128,11 @@ def test_preset_sets_per_model_flags_and_reloads(smollm_path, tmp_path):
             props = http.get(url + "/props", params={"model": name}, timeout=60).json()
             n_ctx[name] = props["default_generation_settings"]["n_ctx"]
         assert n_ctx == {"short": 512, "long": 2048}
+        # a preset alias names the model in requests and in the listing
+        r = http.post(url + "/tokenize", json={"model": "longer", "content": "hi"}, timeout=60)
+        assert r.status_code == 200 and r.json()["tokens"]
+        listed = {m["id"]: m["aliases"] for m in http.get(url + "/models").json()["data"]}
+        assert listed["long"] == ["big", "longer"]
         # a preset model without a local file fails to load, with the reason
         r = http.post(url + "/completion", json={"model": "remote", "prompt": "x"})
         assert r.status_code == 500 and "no local GGUF" in r.json()["error"]["message"]

@@ -82,6 +82,8 @@ def _preset_args(section: configparser.SectionProxy) -> tuple[str | None, list[s
         if key in ("model", "m"):
             path = value
             continue
+        if key in ("alias", "a"):  # names for the router to match, not a child flag
+            continue
         value = value.strip()
         flag = "--" + key.replace("_", "-")
         if value.lower() in ("true", "on", "1", ""):
@@ -106,7 +108,8 @@ def _scan_preset(path: Path) -> list[ModelEntry]:
         model, args = _preset_args(section)
         text = f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in section.items())
         local = model if model and Path(model).is_file() else None
-        out.append(ModelEntry(name, "preset", local, args=args, preset=text))
+        aliases = [a.strip() for a in section.get("alias", "").split(",") if a.strip()]
+        out.append(ModelEntry(name, "preset", local, args=args, preset=text, aliases=aliases))
     return out
 
 
