@@ -17,7 +17,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyllama.server import admin, anthropic, infill, native, ollama, openai, rerank, responses
+from pyllama.server import (
+    admin,
+    anthropic,
+    cors_proxy,
+    infill,
+    native,
+    ollama,
+    openai,
+    rerank,
+    responses,
+)
 from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.cors import CorsMiddleware
 from pyllama.server.errors import APIError, error_response, handle_api_error, handle_http_error
@@ -25,6 +35,8 @@ from pyllama.server.listen import bind_all, split_hosts
 from pyllama.server.settings import Settings
 from pyllama.server.sleep import WakeMiddleware
 from pyllama.server.state import ServerState
+from pyllama.server.tools import routes as tool_routes
+from pyllama.server.tools.registry import ToolBox
 
 __all__ = ["create_app", "serve"]
 
@@ -38,11 +50,17 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     )
 
 
-def create_app(settings: Settings | None = None, state: ServerState | None = None) -> Starlette:
+def create_app(
+    settings: Settings | None = None,
+    state: ServerState | None = None,
+    tools: ToolBox | None = None,
+) -> Starlette:
     """A Starlette app serving llama-server's API. The lifespan loads the model (in the
-    background, /health says 503 until it is ready) and stops the engine at shutdown."""
+    background, /health says 503 until it is ready) and stops the engine at shutdown.
+    ``tools`` serves /tools; by default it is built from the settings' tool flags."""
     settings = settings or (state.settings if state else Settings())
     state = state or ServerState(settings)
+    tools = tools if tools is not None else tools_from_settings(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -50,11 +68,14 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
         try:
             yield
         finally:
+            if tools is not None:
+                tools.close()
             await state.stop()
 
+    modules = (native, openai, admin, infill, rerank, anthropic, responses, ollama)
     routes = [
         Route(path, fn, methods=methods)
-        for module in (native, openai, admin, infill, rerank, anthropic, responses, ollama)
+        for module in (*modules, tool_routes, cors_proxy)
         for path, fn, methods in module.ROUTES
     ]
     middleware = _middleware(settings)
@@ -71,7 +92,20 @@ def create_app(settings: Settings | None = None, state: ServerState | None = Non
         },
     )
     app.state.pyllama = state
+    app.state.tools = tools
+    app.state.cors_proxy = settings.ui_mcp_proxy
     return app
+
+
+def tools_from_settings(settings: Settings) -> ToolBox | None:
+    """The /tools registry the flags ask for (None: none). Raises ``ValueError`` for a bad
+    tool name, runtime or MCP config; spawns each MCP server once to list its tools."""
+    return ToolBox.from_flags(
+        settings.tools,
+        settings.tools_runtime,
+        settings.mcp_servers_config,
+        settings.mcp_servers_json,
+    )
 
 
 def _middleware(settings: Settings) -> list[Middleware]:
@@ -106,12 +140,17 @@ def serve(settings: Settings) -> int:
         except OSError as e:
             print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
             return 1
+    try:
+        tools = tools_from_settings(settings)
+    except ValueError as e:
+        print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
+        return 1
     if settings.router:
         from pyllama.server.router import create_router_app
 
-        app = create_router_app(settings, _middleware(settings))
+        app = create_router_app(settings, _middleware(settings), tools)
     else:
-        app = create_app(settings)
+        app = create_app(settings, tools=tools)
     config: dict[str, Any] = {
         "host": hosts[0],
         "port": settings.port,
@@ -124,15 +163,21 @@ def serve(settings: Settings) -> int:
     for host in hosts:
         where = host if host.endswith(".sock") else f"http://{host}:{settings.port}"
         print(f"pyllama-server: listening on {where}", flush=True)
-    server = _server_class()(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
+    server = _server_class(tools)(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
     server.run(sockets=sockets)
     return 0 if server.started else 1
 
 
-def _server_class() -> type:
+def _server_class(tools: ToolBox | None) -> type:
     import uvicorn
 
     class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # before uvicorn waits for open requests: an MCP call in flight returns now
+            if tools is not None:
+                tools.shutdown()
+            super().handle_exit(sig, frame)
+
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, so the process

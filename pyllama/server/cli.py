@@ -235,6 +235,46 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
         "LLAMA_ARG_WEBUI",
         "pyllama has no web UI; accepted for compatibility",
     )
+    flag(
+        "--tools",
+        env="LLAMA_ARG_TOOLS",
+        help="experimental: built-in tools for agents on /tools, comma-separated, or 'all' "
+        "(read_file, file_glob_search, grep_search, exec_shell_command, write_file, edit_file, "
+        "get_info); do not enable in untrusted environments. Limits --cors-origins to "
+        "localhost by default",
+    )
+    flag(
+        "--tools-runtime",
+        default="",
+        env="LLAMA_ARG_TOOLS_RUNTIME",
+        help="experimental: run tools in docker:<image>, podman:<image>, "
+        "docker-container:<id>, podman-container:<id> or ssh:<target>",
+    )
+    flag(
+        "--mcp-servers-config",
+        env="LLAMA_ARG_MCP_SERVERS_CONFIG",
+        help="experimental: a JSON file of MCP servers (Cursor's mcpServers format), whose "
+        "tools are served on /tools. Limits --cors-origins to localhost by default",
+    )
+    flag(
+        "--mcp-servers-json",
+        env="LLAMA_ARG_MCP_SERVERS_JSON",
+        help="experimental: the same MCP server definitions, inline",
+    )
+    switch(
+        ["--ui-mcp-proxy", "--webui-mcp-proxy"],
+        ["--no-ui-mcp-proxy", "--no-webui-mcp-proxy"],
+        "ui_mcp_proxy",
+        "LLAMA_ARG_UI_MCP_PROXY",
+        "experimental: the /cors-proxy the web UI uses to reach MCP servers (default: off)",
+    )
+    switch(
+        ["-ag", "--agent"],
+        ["-no-ag", "--no-agent"],
+        "agent",
+        "LLAMA_ARG_AGENT",
+        "the CORS proxy and all built-in tools; limits --cors-origins to localhost by default",
+    )
     flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
     flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
     flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
@@ -300,6 +340,19 @@ _ROUTER_ONLY = frozenset(
         "--model",
         "-m",
         "--offline",
+        # tools are the router's own: children would spawn every MCP server again
+        "--tools",
+        "--tools-runtime",
+        "--mcp-servers-config",
+        "--mcp-servers-json",
+        "--ui-mcp-proxy",
+        "--webui-mcp-proxy",
+        "--no-ui-mcp-proxy",
+        "--no-webui-mcp-proxy",
+        "-ag",
+        "--agent",
+        "-no-ag",
+        "--no-agent",
     ]
 )
 
@@ -386,6 +439,9 @@ def parse_args(
         parser.error(f"--models-preset '{a.models_preset}' does not exist")
     if not _split(a.host):
         parser.error("--host requires at least one address")
+    tools = _split(a.tools) or (["all"] if a.agent else [])
+    # tools can read and write files: only pages served from localhost may call them
+    agent_tools = bool(tools or a.mcp_servers_config or a.mcp_servers_json)
     return Settings(
         model=a.model,
         alias=sorted(set(_split(a.alias))),  # a set, as llama-server: the first names the model
@@ -436,11 +492,16 @@ def parse_args(
         spec_draft_p_min=a.spec_draft_p_min,
         max_queue=a.max_queue,
         max_body_bytes=a.max_body_bytes,
-        cors_origins=_split(a.cors_origins),
+        cors_origins=_split(a.cors_origins) or (["localhost"] if agent_tools else []),
         cors_methods=a.cors_methods,
         cors_headers=a.cors_headers,
         cors_credentials=a.cors_credentials is not False,
         webui=bool(a.webui),
+        tools=tools,
+        tools_runtime=a.tools_runtime,
+        mcp_servers_config=a.mcp_servers_config,
+        mcp_servers_json=a.mcp_servers_json,
+        ui_mcp_proxy=bool(a.ui_mcp_proxy or a.agent),
         verbose=bool(a.verbose),
         timeout_s=a.timeout_s,
         sleep_idle_seconds=a.sleep_idle_seconds,

@@ -23,10 +23,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from pyllama.server import cors_proxy
 from pyllama.server.errors import APIError, handle_api_error, handle_http_error
 from pyllama.server.http import json_body, json_response
 from pyllama.server.router_models import ModelEntry, ModelTable
 from pyllama.server.settings import Settings
+from pyllama.server.tools import routes as tool_routes
+from pyllama.server.tools.registry import ToolBox
 
 __all__ = ["create_router_app"]
 
@@ -225,7 +228,9 @@ async def delete(request: Request) -> Response:
     return json_response({"success": True})
 
 
-def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
+def create_router_app(
+    settings: Settings, middleware: list[Any], tools: ToolBox | None = None
+) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.models = ModelTable(
@@ -239,6 +244,8 @@ def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
             yield
         finally:
             await app.state.models.close()
+            if tools is not None:
+                tools.close()
 
     routes = [
         Route("/health", health, methods=["GET"]),
@@ -251,6 +258,7 @@ def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
         Route("/models", delete, methods=["DELETE"]),
         *(Route(p, proxy_post, methods=["POST"]) for p in POST_ROUTES),
         *(Route(p, proxy_get, methods=["GET"]) for p in GET_ROUTES),
+        *(Route(p, fn, methods=m) for p, fn, m in (*tool_routes.ROUTES, *cors_proxy.ROUTES)),
     ]
     app = Starlette(
         routes=routes,
@@ -259,4 +267,6 @@ def create_router_app(settings: Settings, middleware: list[Any]) -> Starlette:
         exception_handlers={APIError: handle_api_error, HTTPException: handle_http_error},
     )
     app.state.settings = settings
+    app.state.tools = tools
+    app.state.cors_proxy = settings.ui_mcp_proxy
     return app

@@ -72,6 +72,12 @@ class Settings:
     models_autoload: bool = True
     child_args: list[str] = field(default_factory=list)  # the router's flags children inherit
     webui: bool = False
+    # experimental agent tools (server/tools/): GET/POST /tools and the web UI's MCP proxy
+    tools: list[str] = field(default_factory=list)  # built-in tool names, or "all"
+    tools_runtime: str = ""  # isolate every tool call runs in (docker:<image>, ssh:<host> ...)
+    mcp_servers_config: str | None = None  # a JSON file of MCP servers
+    mcp_servers_json: str | None = None  # the same, inline
+    ui_mcp_proxy: bool = False  # /cors-proxy
     verbose: bool = False
     timeout_s: float = 3600.0
 
