@@ -51,11 +51,13 @@ class CorsMiddleware:
     def _headers(self, allowed: str | None) -> list[tuple[bytes, bytes]]:
         if allowed is None:
             return []
-        out = [(b"access-control-allow-origin", allowed.encode("latin-1"))]
+        # llama-server's capitalization: names are case-insensitive in HTTP, but clients that
+        # copy headers into a plain dict (llama.cpp's own tests do) look them up verbatim
+        out = [(b"Access-Control-Allow-Origin", allowed.encode("latin-1"))]
         if allowed != "*":
-            out.append((b"vary", b"Origin"))
+            out.append((b"Vary", b"Origin"))
             if self.credentials:
-                out.append((b"access-control-allow-credentials", b"true"))
+                out.append((b"Access-Control-Allow-Credentials", b"true"))
         return out
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -72,8 +74,8 @@ class CorsMiddleware:
         if scope["method"] == "OPTIONS" and b"access-control-request-method" in request_headers:
             headers = [
                 *extra,
-                (b"access-control-allow-methods", self.methods),
-                (b"access-control-allow-headers", self.headers),
+                (b"Access-Control-Allow-Methods", self.methods),
+                (b"Access-Control-Allow-Headers", self.headers),
                 (b"content-length", b"0"),
             ]
             await send({"type": "http.response.start", "status": 200, "headers": headers})

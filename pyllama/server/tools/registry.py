@@ -7,8 +7,10 @@ import logging
 from typing import Any
 
 from pyllama.server.tools.base import Tool, ToolNotFound, ToolStream
+from pyllama.server.tools.builtin import build_builtin
 from pyllama.server.tools.mcp import McpManager, McpToolDef
 from pyllama.server.tools.mcp_config import load_mcp_configs
+from pyllama.server.tools.runtime import ToolsRuntime, make_runtime
 
 __all__ = ["McpTool", "ToolBox"]
 
@@ -42,7 +44,9 @@ class McpTool(Tool):
 
 
 class ToolBox:
-    def __init__(self, tools: list[Tool], mcp: McpManager | None = None, runtime: str = "") -> None:
+    def __init__(
+        self, tools: list[Tool], mcp: McpManager | None = None, runtime: ToolsRuntime | None = None
+    ) -> None:
         self.tools = tools
         self.mcp = mcp
         self.runtime = runtime  # --tools-runtime: every call's default isolate
@@ -58,18 +62,16 @@ class ToolBox:
         """None when neither tools nor MCP servers are asked for. Raises ``ValueError``
         for an unknown tool name, a bad runtime or a bad MCP config; spawns each MCP server
         once to list its tools (blocking)."""
-        tools: list[Tool] = []
-        if enabled:
-            from pyllama.server.tools.builtin import build_builtin
-
-            tools = build_builtin(enabled)
-        if runtime:
-            from pyllama.server.tools.builtin import check_runtime
-
-            check_runtime(runtime)
+        tools: list[Tool] = build_builtin(enabled) if enabled else []
         configs = load_mcp_configs(mcp_config, mcp_json)
         if not tools and not configs:
             return None
+        isolate = None
+        if runtime:
+            try:
+                isolate = make_runtime(runtime)  # docker:<image> starts its container now
+            except RuntimeError as e:
+                raise ValueError(f"--tools-runtime: {e}") from None
         mcp = None
         if configs:
             mcp = McpManager(configs)
@@ -82,7 +84,7 @@ class ToolBox:
                     continue
                 taken.add(tool.name)
                 tools.append(tool)
-        return cls(tools, mcp, runtime)
+        return cls(tools, mcp, isolate)
 
     def find(self, name: str, stream: bool) -> Tool:
         for tool in self.tools:
@@ -103,3 +105,5 @@ class ToolBox:
     def close(self) -> None:
         if self.mcp is not None:
             self.mcp.close()
+        if self.runtime is not None:
+            self.runtime.close()

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from pyllama.server.errors import APIError
 from pyllama.server.http import json_body, json_response, sse, sse_response
 from pyllama.server.tools.base import Tool, ToolNotFound, ToolStream
+from pyllama.server.tools.params import ToolParamError
 from pyllama.server.tools.registry import ToolBox
 
 __all__ = ["ROUTES", "disabled"]
@@ -60,8 +61,8 @@ async def call_tool(request: Request) -> Response:
     for key, header in _HEADER_PARAMS.items():
         if value := request.headers.get(header):
             params[key] = value
-    if "runtime" not in params and box.runtime:
-        params["runtime"] = box.runtime
+    if "runtime" not in params and box.runtime is not None:
+        params["runtime"] = await run_in_threadpool(box.runtime.spec)  # may respawn its container
     try:
         tool = box.find(name, stream)
     except ToolNotFound as e:
@@ -70,8 +71,10 @@ async def call_tool(request: Request) -> Response:
         return sse_response(_stream(tool, params))
     try:
         result = await run_in_threadpool(tool.invoke, params, None)
+    except ToolParamError as e:  # a missing or mistyped parameter
+        raise APIError(400, str(e)) from e
     except Exception as e:
-        raise APIError(500, f"{type(e).__name__}: {e}") from e
+        raise APIError(500, str(e) or type(e).__name__) from e
     return json_response(result)
 
 
