@@ -4,6 +4,7 @@ pyllama-server process with the real model."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -151,6 +152,41 @@ def test_health_and_metrics_answer_during_a_long_prompt(server):  # item 33
         r = http.get(server + path, timeout=5)
         assert r.status_code == 200 and time.monotonic() - t0 < 1.0
     t.join()
+
+
+def _chat_lines(url: str, prompt: str, n: int) -> list[str]:
+    body = {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": n,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    with http.stream("POST", url + "/v1/chat/completions", json=body) as r:
+        assert r.status_code == 200
+        return [line for line in r.iter_lines() if line]
+
+
+def test_a_full_kv_cache_stops_one_request_only(smollm_path):  # items 25 and 26
+    # two slots share one 256-cell cache: together they fill it long before either slot
+    # reaches its own 256-token limit
+    args = ("-m", smollm_path, "-t", "2", "-c", "256", "-np", "2", "--kv-unified")
+    with running_server(*args) as url, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda i: _chat_lines(url, f"Story {i}, please.", 240), (1, 2)))
+        failed = [lines for lines in runs if any('"error"' in line for line in lines)]
+        assert len(failed) == 1, "exactly one request gives up its room"
+        error = json.loads(failed[0][-2].removeprefix("data: "))["error"]
+        assert error["code"] == 500 and "KV cache is full" in error["message"]
+        assert [lines[-1] for lines in runs] == ["data: [DONE]"] * 2  # both streams end
+        survivor = next(lines for lines in runs if lines is not failed[0])
+        assert any('"finish_reason":"length"' in line for line in survivor)
+        slots = http.get(url + "/slots").json()
+        assert [s["is_processing"] for s in slots] == [False, False]
+        # the survivor's prompt stays cached in its idle slot; a long request on the other
+        # slot gets that room back instead of failing
+        other = min(slots, key=lambda s: s["n_cache_tokens"])["id"]
+        body = {"prompt": "Once upon a time", "n_predict": 200, "ignore_eos": True}
+        r = http.post(url + "/completion", json={**body, "id_slot": other})
+        assert r.status_code == 200 and r.json()["tokens_predicted"] == 200
 
 
 def test_sigterm_while_streaming_exits_cleanly(smollm_path):  # item 27

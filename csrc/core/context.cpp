@@ -67,18 +67,24 @@ void Context::record_outputs(const Batch & batch) {
 }
 
 void Context::decode(const Batch & batch) {
+    if (!try_decode(batch)) {
+        fail("llama_decode: no KV cache slot for the batch (context full; reduce the batch or free sequences)");
+    }
+}
+
+bool Context::try_decode(const Batch & batch) {
     Lock lock(mu_);
     if (batch.size() == 0) throw std::invalid_argument("cannot decode an empty batch");
     log_clear();
     const int32_t rc = llama_decode(ctx_.get(), batch.raw());
     if (rc == 0) {
         record_outputs(batch);
-        return;
+        return true;
     }
     n_outputs_ = 0;
     output_rows_.clear();
     switch (rc) {
-        case 1: fail("llama_decode: no KV cache slot for the batch (context full; reduce the batch or free sequences)");
+        case 1: return false;
         case 2: fail("llama_decode: aborted");
         case -1: fail("llama_decode: invalid batch");
         default: fail("llama_decode failed with code " + std::to_string(rc));

@@ -60,6 +60,9 @@ public:
 
     // Decode a batch; throws LlamaError on failure (no KV slot, invalid batch, abort).
     void decode(const Batch & batch);
+    // The same, but a full KV cache returns false (nothing was decoded: llama.cpp places
+    // every ubatch before computing any), so the caller can free room and retry.
+    bool try_decode(const Batch & batch);
     void encode(const Batch & batch);
 
     // Output rows of the last decode. idx follows llama.cpp: batch position, or

@@ -630,7 +630,10 @@ bool Engine::step() {
 
     const int64_t t_dec0 = now_us();
     try {
-        ctx_->decode(*batch_);
+        if (!ctx_->try_decode(*batch_)) {
+            make_kv_room();
+            return true;  // nothing was decoded: the next step rebuilds the batch
+        }
     } catch (const std::exception & e) {
         for (auto & s : slots_) {
             if (s->task && (s->fed || s->chunk > 0)) fail_slot(*s, "decode", e.what());
@@ -874,6 +877,30 @@ void Engine::finish(Slot & s, StopReason reason) {
     ev.done = last;
     release(s);
     emit(id, std::move(ev), last);
+}
+
+// A shared (unified) KV cache can fill up before any slot reaches its own context limit.
+// First the prompts cached by idle slots go, as llama-server does; if none is left, the
+// task holding the most KV fails alone (llama-server fails every busy slot here) and the
+// others go on with the room it leaves.
+void Engine::make_kv_room() {
+    bool freed = false;
+    for (auto & s : slots_) {
+        if (s->state == Slot::State::Idle && !s->cache.empty()) {
+            drop_kv(*s, 0);
+            freed = true;
+        }
+    }
+    if (freed) return;
+    Slot * largest = nullptr;
+    for (auto & s : slots_) {
+        if (s->task && (!largest || s->n_past > largest->n_past)) largest = s.get();
+    }
+    if (largest) {
+        fail_slot(*largest, "context_full",
+                  "the KV cache is full: this request used the most of it and was stopped "
+                  "(raise --ctx-size or lower --parallel)");
+    }
 }
 
 void Engine::fail_slot(Slot & s, const std::string & kind, const std::string & msg) {

@@ -138,6 +138,7 @@ private:
     void sample_slot(Slot & slot, int32_t row);
     void finish(Slot & slot, StopReason reason);
     void fail_slot(Slot & slot, const std::string & kind, const std::string & msg);
+    void make_kv_room();  // after a batch found the KV cache full
     void release(Slot & slot);
     void emit_progress(const Slot & s);
     static void stamp(Event & ev, const Slot & s, int64_t now);

@@ -44,6 +44,12 @@ def _logprobs_content(state: ServerState, r: gen.Result, post: bool) -> dict[str
     return {"content": [gen.token_probs(state, ev, post) for ev in r.probs]}
 
 
+def _error_done(e: APIError) -> bytes:
+    """An error after the first byte: the envelope as an event, then the usual end, so
+    an OpenAI client stops reading instead of waiting."""
+    return sse(e.body()) + b"data: [DONE]\n\n"
+
+
 async def models(request: Request) -> Response:
     state = _state(request)
     state.check()  # answered while asleep
@@ -99,7 +105,7 @@ async def completions(request: Request) -> Response:
     env = _envelope(state, "text_completion", "cmpl")
     n_prompt = sum(len(p) for p in prompts)
     if req.stream:
-        return sse_response(_stream_completions(state, streams, req, env, n_prompt))
+        return sse_response(_stream_completions(state, streams, req, env, n_prompt), _error_done)
     results = await gen.collect(streams, req.n, request.receive)
     finals = [r.final for r in results if r.final is not None]
     choices = []
@@ -198,7 +204,7 @@ async def chat_completions(request: Request) -> Response:
     env = _envelope(state, "chat.completion", "chatcmpl")
     if req.stream:
         env["object"] = "chat.completion.chunk"
-        return sse_response(_stream_chat(state, turn, req, env))
+        return sse_response(_stream_chat(state, turn, req, env), _error_done)
     results = await gen.collect(turn.streams, req.n, request.receive)
     finals = [r.final for r in results if r.final is not None]
     choices = []
