@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -79,9 +80,12 @@ SERVER_PIDS: dict[str, int] = {}  # base URL -> process id, for tests that inspe
 
 
 @contextlib.contextmanager
-def running_server(*args: str, timeout: float = 120.0) -> Iterator[str]:
+def running_server(
+    *args: str, timeout: float = 120.0, env: dict[str, str] | None = None
+) -> Iterator[str]:
     """A real ``pyllama-server`` process (``python -m pyllama.server ARGS``) on a free
-    port; yields its base URL once /health answers 200."""
+    port, with ``env`` added to its environment; yields its base URL once /health
+    answers 200."""
     import httpx
 
     port = _free_port()
@@ -89,7 +93,13 @@ def running_server(*args: str, timeout: float = 120.0) -> Iterator[str]:
     cmd = [sys.executable, "-m", "pyllama.server", "--port", str(port), *args]
     # cwd elsewhere: from the repository root, `-m` would import the source tree, which
     # has no compiled module, instead of the installed package
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
+    proc = subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=tempfile.gettempdir(),
+        env={**os.environ, **(env or {})},
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout

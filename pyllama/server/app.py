@@ -28,9 +28,10 @@ from pyllama.server import (
     rerank,
     responses,
 )
-from pyllama.server.auth import ApiKeyMiddleware, BodyLimitMiddleware
+from pyllama.server.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.cors import CorsMiddleware
 from pyllama.server.errors import APIError, error_response, handle_api_error, handle_http_error
+from pyllama.server.gcp import gcp_routes
 from pyllama.server.listen import bind_all, split_hosts
 from pyllama.server.settings import Settings
 from pyllama.server.sleep import WakeMiddleware
@@ -78,6 +79,8 @@ def create_app(
         for module in (*modules, tool_routes, cors_proxy)
         for path, fn, methods in module.ROUTES
     ]
+    if settings.gcp is not None:
+        routes += gcp_routes(settings.gcp, routes)
     middleware = _middleware(settings)
     if settings.sleep_idle_seconds >= 0:
         middleware.append(Middleware(WakeMiddleware, state=state))
@@ -122,7 +125,10 @@ def _middleware(settings: Settings) -> list[Middleware]:
         )
     middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
     if settings.api_keys:
-        middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys))
+        public = PUBLIC_PATHS
+        if settings.gcp is not None and settings.gcp.health_route:
+            public = public | {settings.gcp.health_route}  # Vertex AI's probes send no key
+        middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys, public=public))
     return middleware
 
 
@@ -145,12 +151,16 @@ def serve(settings: Settings) -> int:
     except ValueError as e:
         print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
         return 1
-    if settings.router:
-        from pyllama.server.router import create_router_app
+    try:
+        if settings.router:
+            from pyllama.server.router import create_router_app
 
-        app = create_router_app(settings, _middleware(settings), tools)
-    else:
-        app = create_app(settings, tools=tools)
+            app = create_router_app(settings, _middleware(settings), tools)
+        else:
+            app = create_app(settings, tools=tools)
+    except ValueError as e:  # AIP_PREDICT_ROUTE naming an existing route
+        print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
+        return 1
     config: dict[str, Any] = {
         "host": hosts[0],
         "port": settings.port,

@@ -22,9 +22,10 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
 
 
 class ApiKeyMiddleware:
-    def __init__(self, app: Any, keys: list[str]) -> None:
+    def __init__(self, app: Any, keys: list[str], public: frozenset[str] = PUBLIC_PATHS) -> None:
         self.app = app
         self.keys = [k.encode() for k in keys]
+        self.public = public
 
     def _allowed(self, scope: dict[str, Any]) -> bool:
         given = _header(scope, b"x-api-key")
@@ -45,7 +46,7 @@ class ApiKeyMiddleware:
             scope["type"] == "http"
             and self.keys
             and scope.get("method") != "OPTIONS"
-            and scope["path"] not in PUBLIC_PATHS
+            and scope["path"] not in self.public
             and not self._allowed(scope)
         ):
             await error_response(401, "Invalid API Key", path=scope["path"])(scope, receive, send)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyllama.server.gcp import GcpSettings
 from pyllama.server.settings import Settings
 
 __all__ = ["main", "parse_args"]
@@ -439,6 +440,10 @@ def parse_args(
         parser.error(f"--models-preset '{a.models_preset}' does not exist")
     if not _split(a.host):
         parser.error("--host requires at least one address")
+    try:
+        gcp = GcpSettings.from_env(environ)
+    except ValueError:
+        parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
     tools = _split(a.tools) or (["all"] if a.agent else [])
     # tools can read and write files: only pages served from localhost may call them
     agent_tools = bool(tools or a.mcp_servers_config or a.mcp_servers_json)
@@ -448,7 +453,7 @@ def parse_args(
         tags=sorted(set(_split(a.tags))),
         offline=bool(a.offline),
         host=a.host,
-        port=a.port,
+        port=gcp.port if gcp and gcp.port else a.port,  # AIP_HTTP_PORT wins, as llama-server
         n_ctx=a.n_ctx,
         n_parallel=a.n_parallel,
         n_batch=a.n_batch,
@@ -502,6 +507,7 @@ def parse_args(
         mcp_servers_config=a.mcp_servers_config,
         mcp_servers_json=a.mcp_servers_json,
         ui_mcp_proxy=bool(a.ui_mcp_proxy or a.agent),
+        gcp=gcp,
         verbose=bool(a.verbose),
         timeout_s=a.timeout_s,
         sleep_idle_seconds=a.sleep_idle_seconds,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pyllama.server.gcp import GcpSettings
+
 __all__ = ["Settings"]
 
 
@@ -78,6 +80,7 @@ class Settings:
     mcp_servers_config: str | None = None  # a JSON file of MCP servers
     mcp_servers_json: str | None = None  # the same, inline
     ui_mcp_proxy: bool = False  # /cors-proxy
+    gcp: GcpSettings | None = None  # Vertex AI's /predict (AIP_MODE=PREDICTION)
     verbose: bool = False
     timeout_s: float = 3600.0
 
