@@ -145,6 +145,32 @@ def test_stream_events_order_and_text(client, server):
     assert "timings" in datas[-1] and datas[-1]["timings"]["predicted_n"] > 0
 
 
+def test_stream_telemetry_as_llama_server(server):
+    body = {
+        "input": "This is a test. " * 40,
+        "max_output_tokens": 4,
+        "stream": True,
+        "timings_per_token": True,
+        "return_progress": True,
+    }
+    with httpx.stream("POST", server + "/responses", json=body, timeout=120) as resp:
+        datas = [json.loads(ln[6:]) for ln in resp.iter_lines() if ln.startswith("data: ")]
+    progress = [d for d in datas if "prompt_progress" in d]
+    assert progress and all(d["type"] == "response.in_progress" for d in progress)
+    last = progress[-1]["prompt_progress"]
+    assert last["total"] > 0 and last["processed"] == last["total"] >= last["cache"]
+    deltas = [d for d in datas if d["type"] == "response.output_text.delta"]
+    assert deltas and all(d["timings"]["predicted_n"] >= 1 for d in deltas)
+    assert [d["timings"]["predicted_n"] for d in deltas] == sorted(
+        d["timings"]["predicted_n"] for d in deltas
+    )
+    # without the flags, neither
+    plain = {k: v for k, v in body.items() if k not in ("timings_per_token", "return_progress")}
+    with httpx.stream("POST", server + "/responses", json=plain, timeout=120) as resp:
+        datas = [json.loads(ln[6:]) for ln in resp.iter_lines() if ln.startswith("data: ")]
+    assert not [d for d in datas[:-1] if "timings" in d or "prompt_progress" in d]
+
+
 def test_previous_response_id_retrieve_delete(client):
     first = client.responses.create(
         model="x", input="My name is Tom.", max_output_tokens=8, temperature=0

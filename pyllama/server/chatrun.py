@@ -140,8 +140,19 @@ class ChatTurn:
         """(completion index, OpenAI-style deltas, None) as text arrives, then (index,
         the last deltas, the final event) when a completion ends. Closing the iterator
         cancels the turn."""
+        async for index, deltas, final, _ in self.stream_events():
+            yield index, deltas, final
+
+    async def stream_events(
+        self, progress: bool = False
+    ) -> AsyncIterator[tuple[int, list[dict[str, Any]], _core.Event | None, _core.Event]]:
+        """``stream`` with the engine event each item came from (for timings); with
+        ``progress``, prompt-progress events come too, with no deltas."""
         readers = {}
-        async for _, ev in gen.merged(self.streams):
+        async for _, ev in gen.merged(self.streams, progress=progress):
+            if ev.type == "progress":
+                yield ev.index, [], None, ev
+                continue
             reader = readers.get(ev.index)
             if reader is None:
                 reader = readers[ev.index] = self.plan.deltas()
@@ -149,9 +160,9 @@ class ChatTurn:
                 if ev.text:
                     deltas = reader.feed(ev.text.decode("utf-8", errors="replace"))
                     if deltas:
-                        yield ev.index, deltas, None
+                        yield ev.index, deltas, None, ev
             else:
-                yield ev.index, reader.finish(), ev
+                yield ev.index, reader.finish(), ev, ev
 
 
 def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:

@@ -278,8 +278,10 @@ class _Events:
         self.output[-1] = item
         return self.event("response.output_item.done", item=item, output_index=len(self.output) - 1)
 
-    def write(self, kind: str, delta: str) -> list[bytes]:
-        """Text for a reasoning or message item, opening the item if needed."""
+    def write(self, kind: str, delta: str, extra: dict[str, Any] | None = None) -> list[bytes]:
+        """Text for a reasoning or message item, opening the item if needed; ``extra``
+        fields go on the delta event."""
+        extra = extra or {}
         out = []
         if self.open is None or self.open["type"] != kind:
             out += self.close("completed")
@@ -294,10 +296,12 @@ class _Events:
             out += [added, self.event("response.content_part.added", **self.at, part=part)]
         self.text.append(delta)
         if kind == "reasoning":
-            out.append(self.event("response.reasoning_text.delta", **self.at, delta=delta))
+            out.append(self.event("response.reasoning_text.delta", **self.at, delta=delta, **extra))
         else:
             out.append(
-                self.event("response.output_text.delta", **self.at, delta=delta, logprobs=[])
+                self.event(
+                    "response.output_text.delta", **self.at, delta=delta, logprobs=[], **extra
+                )
             )
         return out
 
@@ -340,14 +344,24 @@ async def _stream(
     ev = _Events()
     yield ev.event("response.created", response=tr.response)
     yield ev.event("response.in_progress", response=tr.response)
-    stream = turn.stream()
+    req = tr.req
+    stream = turn.stream_events(progress=req.return_progress)
     try:
-        async for _, deltas, final in stream:
+        async for _, deltas, final, source in stream:
+            if source.type == "progress":  # llama-server's telemetry on in_progress events
+                yield ev.event(
+                    "response.in_progress",
+                    response=tr.response,
+                    prompt_progress=gen.prompt_progress(source),
+                    timings=gen.timings(source),
+                )
+                continue
+            extra = {"timings": gen.timings(source)} if req.timings_per_token else {}
             for d in deltas:
                 if "reasoning_content" in d:
-                    chunks = ev.write("reasoning", d["reasoning_content"])
+                    chunks = ev.write("reasoning", d["reasoning_content"], extra)
                 elif "content" in d:
-                    chunks = ev.write("message", d["content"])
+                    chunks = ev.write("message", d["content"], extra)
                 else:
                     chunks = [c for call in d["tool_calls"] for c in ev.call(call)]
                 for c in chunks:
