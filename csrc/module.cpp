@@ -1,9 +1,17 @@
 // pyllama._core: llama.cpp bound with pybind11. Only registration happens here.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "bindings.hpp"
 #include "core/log.hpp"
 #include "llama.h"
+
+#include <algorithm>
 
 namespace py = pybind11;
 
@@ -28,6 +36,36 @@ PYBIND11_MODULE(_core, m) {
     m.def("supports_mlock", &llama_supports_mlock);
     m.def("max_devices", [] { return llama_max_devices(); });
     m.def("time_us", &llama_time_us);
+    // llama.cpp's built-in (non-Jinja) chat formats, named as --chat-template accepts them
+    m.def("chat_builtin_templates", [] {
+        const int32_t n = llama_chat_builtin_templates(nullptr, 0);
+        std::vector<const char *> names(static_cast<size_t>(std::max(n, 0)));
+        llama_chat_builtin_templates(names.data(), names.size());
+        return std::vector<std::string>(names.begin(), names.end());
+    });
+    m.def(
+        "chat_apply_builtin",
+        [](const std::string & tmpl, const std::vector<std::pair<std::string, std::string>> & messages,
+           bool add_assistant) {
+            std::vector<llama_chat_message> chat;
+            chat.reserve(messages.size());
+            for (const auto & [role, content] : messages) chat.push_back({role.c_str(), content.c_str()});
+            std::string buf(1024, '\0');
+            for (int attempt = 0; attempt < 2; ++attempt) {
+                const int32_t n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(),
+                                                            add_assistant, buf.data(), static_cast<int32_t>(buf.size()));
+                if (n < 0) throw std::invalid_argument("unsupported chat template: " + tmpl);
+                if (static_cast<size_t>(n) <= buf.size()) {
+                    buf.resize(static_cast<size_t>(n));
+                    return buf;
+                }
+                buf.resize(static_cast<size_t>(n));
+            }
+            return buf;
+        },
+        py::arg("template"), py::arg("messages"), py::arg("add_assistant") = true,
+        "Format (role, content) pairs with one of llama.cpp's built-in templates, by name or "
+        "detected from a template's text (ValueError when none matches).");
     m.attr("DEFAULT_SEED") = LLAMA_DEFAULT_SEED;
     m.attr("__version__") = PYLLAMA_VERSION;
 }

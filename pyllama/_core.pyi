@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'build_sampler_chain', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class Model:
@@ -830,6 +830,12 @@ def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.Supp
     """
     The chain llama-server would build for params (grammar first, then its stage order).
     """
+def chat_apply_builtin(template: str, messages: collections.abc.Sequence[tuple[str, str]], add_assistant: bool = True) -> str:
+    """
+    Format (role, content) pairs with one of llama.cpp's built-in templates, by name or detected from a template's text (ValueError when none matches).
+    """
+def chat_builtin_templates() -> list[str]:
+    ...
 def get_log_level() -> int:
     ...
 def json_schema_to_grammar(schema: str) -> str:

@@ -19,7 +19,15 @@ import jinja2
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-__all__ = ["CHATML", "ChatTemplate", "ChatTemplateError", "tokenize_chat", "validate_messages"]
+__all__ = [
+    "CHATML",
+    "BuiltinTemplate",
+    "ChatTemplate",
+    "ChatTemplateError",
+    "make_template",
+    "tokenize_chat",
+    "validate_messages",
+]
 
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024  # characters a single render may produce
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -196,6 +204,52 @@ def _join_text_parts(parts: list[Any], i: int) -> str:
             )
         texts.append(p["text"])
     return "".join(texts)
+
+
+class BuiltinTemplate(ChatTemplate):
+    """One of llama.cpp's built-in formats, named as ``--chat-template`` accepts them
+    (``llama3``, ``command-r``, ``mistral-v7`` ...): formatted by llama.cpp in C++, no
+    Jinja. Messages are (role, text) pairs; tools are the caller's business (the generic
+    tool scheme writes them into a system message)."""
+
+    def __init__(self, name: str, *, bos_token: str = "", eos_token: str = "") -> None:
+        self.source = name
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.max_output = DEFAULT_MAX_OUTPUT
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **extra: Any,
+    ) -> str:
+        from pyllama import _core
+
+        pairs = []
+        for i, m in enumerate(messages):
+            content = m.get("content") or ""
+            if isinstance(content, list):
+                content = _join_text_parts(content, i)
+            pairs.append((str(m.get("role", "")), str(content)))
+        try:
+            return _core.chat_apply_builtin(self.source, pairs, add_generation_prompt)
+        except ValueError as e:
+            raise ChatTemplateError(str(e)) from e
+
+
+def make_template(source: str, *, bos_token: str = "", eos_token: str = "") -> ChatTemplate:
+    """A Jinja template, or llama.cpp's built-in format when ``source`` names one
+    (``chatml`` is the Jinja ChatML, as llama-server)."""
+    from pyllama import _core
+
+    if source == "chatml":
+        source = CHATML
+    elif source in _core.chat_builtin_templates():
+        return BuiltinTemplate(source, bos_token=bos_token, eos_token=eos_token)
+    return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token)
 
 
 def tokenize_chat(model: Any, messages: Sequence[Mapping[str, Any]], prompt: str) -> list[int]:

@@ -175,7 +175,7 @@ def test_a_full_kv_cache_stops_one_request_only(smollm_path):  # items 25 and 26
         failed = [lines for lines in runs if any('"error"' in line for line in lines)]
         assert len(failed) == 1, "exactly one request gives up its room"
         error = json.loads(failed[0][-2].removeprefix("data: "))["error"]
-        assert error["code"] == 500 and "KV cache is full" in error["message"]
+        assert error["code"] == 500 and "Context size has been exceeded" in error["message"]
         assert [lines[-1] for lines in runs] == ["data: [DONE]"] * 2  # both streams end
         survivor = next(lines for lines in runs if lines is not failed[0])
         assert any('"finish_reason":"length"' in line for line in survivor)

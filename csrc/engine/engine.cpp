@@ -898,8 +898,8 @@ void Engine::make_kv_room() {
     }
     if (largest) {
         fail_slot(*largest, "context_full",
-                  "the KV cache is full: this request used the most of it and was stopped "
-                  "(raise --ctx-size or lower --parallel)");
+                  "Context size has been exceeded: the shared KV cache is full and this request "
+                  "held the most of it (raise --ctx-size or lower --parallel)");
     }
 }
 

@@ -32,6 +32,7 @@ from pyllama.server.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddlew
 from pyllama.server.cors import CorsMiddleware
 from pyllama.server.errors import APIError, error_response, handle_api_error, handle_http_error
 from pyllama.server.gcp import gcp_routes
+from pyllama.server.header_case import title_case_protocol
 from pyllama.server.listen import bind_all, split_hosts
 from pyllama.server.settings import Settings
 from pyllama.server.sleep import WakeMiddleware
@@ -162,6 +163,7 @@ def serve(settings: Settings) -> int:
         print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
         return 1
     config: dict[str, Any] = {
+        "http": title_case_protocol(),
         "host": hosts[0],
         "port": settings.port,
         "log_level": "info" if settings.verbose else "warning",

@@ -63,6 +63,16 @@ SAMPLING_FIELDS = [
 
 
 def _tokenize_one(model: _core.Model, prompt: Any) -> list[int]:
+    if isinstance(prompt, dict):  # llama-server's JSON prompt object
+        if prompt.get("multimodal_data"):
+            raise APIError(400, "multimodal data is not supported by this model")
+        prompt = prompt.get("prompt_string", prompt.get("content"))
+        if isinstance(prompt, list):  # {"content": [text parts]}, as an embedding input
+            if not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in prompt):
+                raise APIError(400, "a prompt's content parts must be text parts")
+            prompt = "".join(p["text"] for p in prompt)
+        if not isinstance(prompt, str):
+            raise APIError(400, "a JSON prompt needs a string 'prompt_string' or 'content'")
     if isinstance(prompt, str):
         return model.tokenize(prompt, True, True)
     tokens: list[int] = []
@@ -81,9 +91,13 @@ def _tokenize_one(model: _core.Model, prompt: Any) -> list[int]:
 def tokenize_prompts(model: _core.Model, prompt: Any) -> list[list[int]]:
     """llama-server's rules: a string, a token array or a mixed array is one prompt; an
     array of strings or arrays is several."""
-    if isinstance(prompt, str):
+    if isinstance(prompt, (str, dict)):
         prompts = [prompt]
-    elif isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+    elif (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(p, (str, list, dict)) for p in prompt)
+    ):
         prompts = prompt
     else:
         prompts = [prompt]

@@ -331,6 +331,10 @@ async def embed(
 async def embeddings_oai(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, EmbeddingRequest)
+    if state.settings.pooling == "none":
+        raise APIError(
+            400, "Pooling type 'none' is not OAI compatible. Please use a different pooling type"
+        )
     vectors, sizes = await embed(
         state, request, req.input if req.input is not None else req.content, req.embd_normalize
     )

@@ -19,7 +19,9 @@ __all__ = [
 ]
 
 MAX_TOKENS = 1 << 20
-Prompt = Union[str, list[Union[int, str, list[Union[int, str]]]]]
+# a string, token ids, a mix, llama-server's JSON prompt object ({"prompt_string": ...}),
+# or a list of those (several prompts)
+Prompt = Union[str, dict[str, Any], list[Union[int, str, dict[str, Any], list[Union[int, str]]]]]
 Stop = Union[str, list[str], None]
 
 

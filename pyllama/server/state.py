@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pyllama import _core
-from pyllama.chat import CHATML, ChatTemplate
+from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.server.errors import APIError
 from pyllama.server.metrics import MetricsBook
@@ -110,7 +110,7 @@ class ServerState:
             spec_p_min=s.spec_draft_p_min,
         )
         source = s.chat_template or model.chat_template() or CHATML
-        self.template = ChatTemplate(
+        self.template = make_template(
             source,
             bos_token=self._special(model, model.token_bos),
             eos_token=self._special(model, model.token_eos),
