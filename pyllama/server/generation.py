@@ -66,8 +66,11 @@ def _tokenize_one(model: _core.Model, prompt: Any) -> list[int]:
     if isinstance(prompt, dict):  # llama-server's JSON prompt object
         if prompt.get("multimodal_data"):
             raise APIError(400, "multimodal data is not supported by this model")
-        prompt = prompt.get("prompt_string", prompt.get("content"))
-        if isinstance(prompt, list):  # {"content": [text parts]}, as an embedding input
+        parts = prompt.get("content")
+        prompt = prompt.get("prompt_string")
+        if prompt is None and isinstance(parts, list):  # {"content": [text parts]}
+            prompt = parts
+        if isinstance(prompt, list):
             if not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in prompt):
                 raise APIError(400, "a prompt's content parts must be text parts")
             prompt = "".join(p["text"] for p in prompt)
