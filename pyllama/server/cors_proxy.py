@@ -16,7 +16,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from pyllama.server.errors import APIError
+from pyllama.server.errors import APIError, feature_disabled
 
 __all__ = ["ROUTES"]
 
@@ -42,7 +42,7 @@ def _target(request: Request) -> str:
 
 async def proxy(request: Request) -> Response:
     if not getattr(request.app.state, "cors_proxy", False):
-        raise APIError(403, "this feature is disabled", "feature_disabled")
+        raise feature_disabled()
     url = _target(request)
     headers = {"accept-encoding": "identity"}
     for key, value in request.headers.items():

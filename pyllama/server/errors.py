@@ -11,7 +11,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["TYPES", "APIError", "error_body", "error_response", "register_shape"]
+__all__ = [
+    "TYPES",
+    "APIError",
+    "error_body",
+    "error_response",
+    "feature_disabled",
+    "register_shape",
+]
 
 # HTTP status -> llama-server error type
 TYPES = {
@@ -41,6 +48,11 @@ class APIError(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.status, self.message, self.type, **self.extra)
+
+
+def feature_disabled() -> APIError:
+    """llama-server's 403 for an endpoint its flags leave off (/tools, /cors-proxy)."""
+    return APIError(403, "this feature is disabled", "feature_disabled")
 
 
 def error_body(status: int, message: str, type_: str | None = None, **extra: Any) -> dict[str, Any]:

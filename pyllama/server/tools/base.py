@@ -11,6 +11,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+# params a route sets from request headers, never from the client's body
+HEADER_PARAMS = {"cwd": "x-tool-cwd", "runtime": "x-tool-runtime", "resp_type": "x-resp-type"}
+
 
 class ToolStream:
     """Where a streaming call (``"stream": true``) sends its chunks. ``push`` is called on

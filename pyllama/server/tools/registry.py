@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyllama.server.tools.base import Tool, ToolNotFound, ToolStream
+from pyllama.server.tools.base import HEADER_PARAMS, Tool, ToolNotFound, ToolStream
 from pyllama.server.tools.builtin import build_builtin
 from pyllama.server.tools.mcp import McpManager, McpToolDef
 from pyllama.server.tools.mcp_config import load_mcp_configs
@@ -38,7 +38,7 @@ class McpTool(Tool):
 
     def invoke(self, params: dict[str, Any], stream: ToolStream | None = None) -> dict[str, Any]:
         # the header-derived keys are for built-in tools; an MCP server gets the client's own
-        args = {k: v for k, v in params.items() if k not in ("cwd", "runtime", "resp_type")}
+        args = {k: v for k, v in params.items() if k not in HEADER_PARAMS}
         stop = (lambda: not stream.alive()) if stream is not None else None
         return self.manager.call_tool(self.spec.server, self.spec.name, args, stop)
 

@@ -18,26 +18,19 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pyllama.server.errors import APIError
+from pyllama.server.errors import APIError, feature_disabled
 from pyllama.server.http import json_body, json_response, sse, sse_response
-from pyllama.server.tools.base import Tool, ToolNotFound, ToolStream
+from pyllama.server.tools.base import HEADER_PARAMS, Tool, ToolNotFound, ToolStream
 from pyllama.server.tools.params import ToolParamError
 from pyllama.server.tools.registry import ToolBox
 
-__all__ = ["ROUTES", "disabled"]
-
-# params the route sets from headers; a client cannot set them in the body
-_HEADER_PARAMS = {"cwd": "x-tool-cwd", "runtime": "x-tool-runtime", "resp_type": "x-resp-type"}
-
-
-def disabled() -> APIError:
-    return APIError(403, "this feature is disabled", "feature_disabled")
+__all__ = ["ROUTES"]
 
 
 def _toolbox(request: Request) -> ToolBox:
     box: ToolBox | None = getattr(request.app.state, "tools", None)
     if box is None:
-        raise disabled()
+        raise feature_disabled()
     return box
 
 
@@ -57,8 +50,8 @@ async def call_tool(request: Request) -> Response:
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise APIError(400, "'stream' must be a boolean")
-    params = {k: v for k, v in params.items() if k not in _HEADER_PARAMS}
-    for key, header in _HEADER_PARAMS.items():
+    params = {k: v for k, v in params.items() if k not in HEADER_PARAMS}
+    for key, header in HEADER_PARAMS.items():
         if value := request.headers.get(header):
             params[key] = value
     if "runtime" not in params and box.runtime is not None:
