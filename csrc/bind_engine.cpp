@@ -113,7 +113,9 @@ void register_engine(py::module_ & m) {
         .def_readwrite("embd_normalize", &TaskParams::embd_normalize)
         .def_readwrite("lora_scales", &TaskParams::lora_scales)
         .def_readwrite("n_cache_reuse", &TaskParams::n_cache_reuse)
-        .def_readwrite("spec_n_max", &TaskParams::spec_n_max);
+        .def_readwrite("spec_n_max", &TaskParams::spec_n_max)
+        .def_readwrite("spec_n_min", &TaskParams::spec_n_min)
+        .def_readwrite("spec_p_min", &TaskParams::spec_p_min);
 
     py::class_<Event>(m, "Event", "token, final or error: the closed set a task produces.")
         .def_property_readonly("type", [](const Event & e) { return event_type_name(e.type); })
@@ -136,6 +138,9 @@ void register_engine(py::module_ & m) {
         .def_readonly("n_predicted", &Event::n_predicted)
         .def_readonly("t_prompt_ms", &Event::t_prompt_ms)
         .def_readonly("t_predicted_ms", &Event::t_predicted_ms)
+        .def_readonly("truncated", &Event::truncated)
+        .def_readonly("n_draft", &Event::n_draft)
+        .def_readonly("n_draft_accepted", &Event::n_draft_accepted)
         .def_readonly("embedding", &Event::embedding)
         .def_readonly("n_embd_rows", &Event::n_embd_rows)
         .def_readonly("error_kind", &Event::error_kind)
@@ -152,7 +157,7 @@ void register_engine(py::module_ & m) {
                          bool kv_unified, int32_t max_queue, float slot_prompt_similarity, bool context_shift,
                          int32_t n_keep, std::vector<std::pair<std::string, float>> lora,
                          std::shared_ptr<Model> draft_model, int32_t spec_n_max, int32_t spec_n_min,
-                         float spec_p_min) {
+                         float spec_p_min, std::vector<double> spec_synth_probs) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -176,6 +181,7 @@ void register_engine(py::module_ & m) {
                  p.spec_n_max = spec_n_max;
                  p.spec_n_min = spec_n_min;
                  p.spec_p_min = spec_p_min;
+                 p.spec_synth_probs = std::move(spec_synth_probs);
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -188,7 +194,8 @@ void register_engine(py::module_ & m) {
              py::arg("context_shift") = false, py::arg("n_keep") = 0,
              py::arg("lora") = std::vector<std::pair<std::string, float>>{},
              py::arg("draft_model") = std::shared_ptr<Model>{}, py::arg("spec_n_max") = 3,
-             py::arg("spec_n_min") = 0, py::arg("spec_p_min") = 0.0f)
+             py::arg("spec_n_min") = 0, py::arg("spec_p_min") = 0.0f,
+             py::arg("spec_synth_probs") = std::vector<double>{})
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

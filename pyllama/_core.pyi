@@ -697,6 +697,18 @@ class TaskParams:
     def spec_n_max(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
+    def spec_n_min(self) -> int:
+        ...
+    @spec_n_min.setter
+    def spec_n_min(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def spec_p_min(self) -> float:
+        ...
+    @spec_p_min.setter
+    def spec_p_min(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
     def stop(self) -> list[str]:
         ...
     @stop.setter
@@ -736,6 +748,12 @@ class Event:
     def n_cached(self) -> int:
         ...
     @property
+    def n_draft(self) -> int:
+        ...
+    @property
+    def n_draft_accepted(self) -> int:
+        ...
+    @property
     def n_embd_rows(self) -> int:
         ...
     @property
@@ -771,13 +789,16 @@ class Event:
     def top(self) -> list:
         ...
     @property
+    def truncated(self) -> bool:
+        ...
+    @property
     def type(self) -> str:
         ...
 class Engine:
     """
     Continuous batching over n_parallel slots on a C++ thread.
     """
-    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
+    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = []) -> None:
         ...
     def cancel(self, task_id: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...

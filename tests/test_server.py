@@ -210,6 +210,7 @@ def test_disconnect_frees_the_slot(server):
 def test_metrics(server):
     text = http.get(server + "/metrics").text
     assert "# TYPE llamacpp:prompt_tokens_total counter" in text
+    assert "# TYPE llamacpp:n_tokens_max counter" in text  # a running maximum, as llama-server
     values = dict(line.split() for line in text.splitlines() if not line.startswith("#"))
     assert float(values["llamacpp:tokens_predicted_total"]) > 0
 

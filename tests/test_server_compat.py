@@ -59,3 +59,27 @@ def test_builtin_chat_formats_by_name():
     )
     chatml = make_template("chatml")  # the Jinja ChatML, as llama-server
     assert type(chatml) is ChatTemplate and "<|im_start|>user\nHi there" in chatml.render(msgs)
+
+
+def test_ignore_eos_bans_end_of_generation_tokens(server):
+    body = {"prompt": "Hi", "n_predict": 4, "temperature": 0}
+    settings = httpx.post(server + "/completion", json=body).json()["generation_settings"]
+    assert settings["logit_bias"] == [] and settings["ignore_eos"] is False
+    body["ignore_eos"] = True
+    settings = httpx.post(server + "/completion", json=body).json()["generation_settings"]
+    banned = {e["token"] for e in settings["logit_bias"]}
+    assert 2 in banned  # SmolLM2's <|im_end|>
+    assert all(e["bias"] is None for e in settings["logit_bias"])  # -inf is written as null
+    assert settings["ignore_eos"] is True and settings["n_predict"] == 4
+
+
+def test_a_context_shift_marks_the_result_truncated(smollm_path):
+    from conftest import running_server
+
+    args = ("-m", smollm_path, "-t", "2", "-c", "256", "-np", "1", "--context-shift")
+    with running_server(*args) as url:
+        body = {"prompt": "Hello " * 200, "n_predict": 100, "temperature": 0, "ignore_eos": True}
+        r = httpx.post(url + "/completion", json=body).json()
+        assert r["tokens_predicted"] == 100 and r["truncated"] is True
+        body["prompt"] = "Hello"
+        assert httpx.post(url + "/completion", json=body).json()["truncated"] is False

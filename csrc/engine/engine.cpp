@@ -88,6 +88,9 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (embeddings_) cp.kv_unified = true;
     ctx_ = std::make_unique<Context>(model_, cp);
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    if (!p.draft && !p.spec_synth_probs.empty()) {
+        throw std::invalid_argument("synthetic acceptance needs a draft model");
+    }
     if (p.draft) {
         if (embeddings_) throw std::invalid_argument("a draft model is for completions, not embeddings");
         if (p.spec_n_max < 0 || p.spec_n_min < 0 || p.spec_p_min < 0.0f || p.spec_p_min > 1.0f) {
@@ -96,6 +99,9 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
         if (llama_vocab_type(p.draft->vocab()) != llama_vocab_type(model_->vocab()) ||
             p.draft->n_vocab() != model_->n_vocab()) {
             throw std::invalid_argument("the draft model's vocabulary does not match the model's");
+        }
+        if (!p.spec_synth_probs.empty() && p.spec_synth_probs.size() != static_cast<size_t>(p.spec_n_max)) {
+            throw std::invalid_argument("speculative: one synthetic acceptance rate per drafted token");
         }
         ContextParams dp = cp;
         dctx_ = std::make_unique<Context>(p.draft, dp);
@@ -158,6 +164,7 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
     if (p.n_probs < 0 || p.n_probs > 100) throw std::invalid_argument("n_probs must be between 0 and 100");
     if (p.id_slot < -1 || p.id_slot >= params_.n_parallel) throw std::invalid_argument("id_slot out of range");
     if (p.t_max_predict_ms < 0) throw std::invalid_argument("t_max_predict_ms must be >= 0");
+    if (p.spec_p_min > 1.0f) throw std::invalid_argument("speculative.p_min must be at most 1");
     if (!p.lora_scales.empty() && p.lora_scales.size() != lora_.size()) {
         throw std::invalid_argument("lora scales: expected " + std::to_string(lora_.size()) + " values");
     }
@@ -541,6 +548,12 @@ void Engine::admit() {
             }
             s.text.emplace(task->params.stop);
             s.n_decoded = 0;
+            s.n_draft = s.n_draft_accepted = 0;
+            s.truncated = false;
+            if (!params_.spec_synth_probs.empty()) {  // as llama-server: the request's seed, else random
+                const uint32_t seed = task->params.sampling.seed;
+                s.synth_rng.seed(seed == LLAMA_DEFAULT_SEED ? std::random_device{}() : seed);
+            }
             s.t_start = t;
             s.t_prompt_done = 0;
             ++index;
@@ -687,8 +700,8 @@ bool Engine::step() {
         } else if (s->fed) {
             s->cache.push_back(s->sampled);
             s->n_past++;
-            sample_slot(*s, s->i_batch);
-            if (!s->draft.empty()) verify_draft(*s);
+            if (s->draft.empty()) sample_slot(*s, s->i_batch);
+            else verify_draft(*s);
         }
     }
     std::lock_guard<std::mutex> lk(pub_mu_);
@@ -696,7 +709,9 @@ bool Engine::step() {
     return true;
 }
 
-void Engine::sample_slot(Slot & s, int32_t row) {
+// `forced` >= 0: take that token instead of sampling (synthetic draft acceptance); it
+// advances the chain's history but not the grammar, as llama-server.
+void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
     const TaskParams & tp = s.task->params;
     if (tp.n_predict == 0) {
         finish(s, StopReason::Limit);
@@ -713,15 +728,17 @@ void Engine::sample_slot(Slot & s, int32_t row) {
         llama_sampler_apply(s.chain->get(), &arr);
         return arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size ? arr.data[arr.selected].id : -1;
     };
-    llama_token tok = -1;
-    if (s.task->greedy) {
+    llama_token tok = forced;
+    if (forced >= 0) {
+        // nothing to sample
+    } else if (s.task->greedy) {
         // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
         tok = greedy_pick(logits, n_vocab, s.task->bias);
     } else {
         fill();
         tok = run_chain();
     }
-    if (tok >= 0 && s.grammar) {
+    if (forced < 0 && tok >= 0 && s.grammar) {
         // As llama-server: check the sampled token alone against the grammar (cheap); only
         // when it does not fit, constrain every candidate (expensive) and sample again.
         llama_token_data one{tok, 1.0f, 0.0f};
@@ -737,7 +754,7 @@ void Engine::sample_slot(Slot & s, int32_t row) {
         fail_slot(s, "sampling", "the sampler chain selected no token");
         return;
     }
-    if (s.grammar) llama_sampler_accept(s.grammar->get(), tok);
+    if (s.grammar && forced < 0) llama_sampler_accept(s.grammar->get(), tok);
     llama_sampler_accept(s.chain->get(), tok);
     s.n_decoded++;
 
@@ -747,7 +764,7 @@ void Engine::sample_slot(Slot & s, int32_t row) {
     ev.token = tok;
     if (tp.n_probs > 0) {
         const auto n = static_cast<size_t>(tp.n_probs);
-        if (tp.post_sampling_probs) {
+        if (tp.post_sampling_probs && forced < 0) {
             // probabilities of the candidates the chain left (p is set by its final stage)
             std::vector<llama_token_data> c(arr.data, arr.data + arr.size);
             const size_t k = std::min(n, c.size());
@@ -813,6 +830,7 @@ void Engine::context_shift(Slot & s) {
     s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
     s.d_past = std::min(s.d_past, static_cast<size_t>(n_keep));
     s.n_past -= static_cast<size_t>(n_discard);
+    s.truncated = true;
 }
 
 void Engine::finish_embedding(Slot & s) {
@@ -941,6 +959,9 @@ void Engine::stamp(Event & ev, const Slot & s, int64_t now) {
     ev.n_predicted = s.n_decoded;
     ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
     ev.t_predicted_ms = static_cast<double>(now - s.t_prompt_done) / 1e3;
+    ev.truncated = s.truncated;
+    ev.n_draft = s.n_draft;
+    ev.n_draft_accepted = s.n_draft_accepted;
 }
 
 void Engine::emit_progress(const Slot & s) {

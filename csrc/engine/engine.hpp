@@ -59,6 +59,10 @@ struct EngineParams {
     int32_t spec_n_max = 3;
     int32_t spec_n_min = 0;
     float spec_p_min = 0.0f;
+    // synthetic acceptance for benchmarking (llama-server's --spec-synth-*): the chance
+    // that draft position i is accepted given i-1 was, whatever the target samples;
+    // empty: drafts are verified against the target
+    std::vector<double> spec_synth_probs;
 };
 
 struct SlotInfo {
@@ -135,7 +139,7 @@ private:
     void apply_inbox();
     void admit();
     bool step();
-    void sample_slot(Slot & slot, int32_t row);
+    void sample_slot(Slot & slot, int32_t row, llama_token forced = -1);
     void finish(Slot & slot, StopReason reason);
     void fail_slot(Slot & slot, const std::string & kind, const std::string & msg);
     void make_kv_room();  // after a batch found the KV cache full

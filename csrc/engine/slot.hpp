@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "engine/engine.hpp"
@@ -37,6 +38,7 @@ struct Engine::Slot {
     std::optional<Sampler> grammar;
     std::optional<TextStream> text;
     int32_t n_decoded = 0;
+    bool truncated = false;  // the context was shifted: tokens were dropped
     llama_token sampled = -1;
     int32_t i_batch = -1;   // output row in the current batch
     int32_t chunk = 0;      // prompt tokens placed in the current batch
@@ -46,6 +48,8 @@ struct Engine::Slot {
     std::vector<llama_token> draft;  // drafted tokens placed after `sampled` in this step
     size_t d_past = 0;
     size_t d_end = 0;  // positions the draft context decoded up to in the last drafting
+    int32_t n_draft = 0, n_draft_accepted = 0;  // this task's, for its timings
+    std::mt19937 synth_rng;  // synthetic acceptance draws, seeded from the task's seed
     int64_t t_start = 0, t_prompt_done = 0, t_last_used = 0;
 
     const std::vector<llama_token> & prompt() const { return task->params.prompt; }

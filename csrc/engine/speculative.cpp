@@ -8,6 +8,7 @@
 // with, so the output is what plain decoding with that sampler would produce.
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "engine/engine.hpp"
 #include "engine/slot.hpp"
@@ -48,7 +49,8 @@ void Engine::draft_all() {
     const auto n_vocab = static_cast<int32_t>(cur_.size());
     const auto n_batch = static_cast<int32_t>(dctx_->n_batch());
     std::vector<Slot *> drafting;
-    std::vector<int32_t> cap;
+    std::vector<int32_t> cap, n_min;
+    std::vector<float> p_min;
     for (auto & s : slots_) {
         s->draft.clear();
         if (s->state != Slot::State::Generating) continue;
@@ -58,9 +60,13 @@ void Engine::draft_all() {
         // n_predict is wasted work
         n = std::min(n, n_ctx_slot_ - static_cast<int32_t>(s->n_past) - 2);
         if (tp.n_predict > 0) n = std::min(n, tp.n_predict - s->n_decoded - 1);
-        if (n <= 0 || n < params_.spec_n_min) continue;
+        if (!params_.spec_synth_probs.empty()) n = std::min(n, static_cast<int32_t>(params_.spec_synth_probs.size()));
+        const int32_t lo = tp.spec_n_min >= 0 ? tp.spec_n_min : params_.spec_n_min;
+        if (n <= 0 || n < lo) continue;
         drafting.push_back(s.get());
         cap.push_back(n);
+        n_min.push_back(lo);
+        p_min.push_back(tp.spec_p_min >= 0.0f ? tp.spec_p_min : params_.spec_p_min);
     }
     if (drafting.empty()) return;
 
@@ -76,7 +82,7 @@ void Engine::draft_all() {
         Slot & s = *drafting[i];
         float p = 0.0f;
         const llama_token t = pick(dctx_->logits_ith(row), n_vocab, p);
-        if (p < params_.spec_p_min) {
+        if (p < p_min[i]) {
             live[i] = false;
             return;
         }
@@ -120,27 +126,45 @@ void Engine::draft_all() {
         dctx_->decode(*dbatch_);
         for (auto [i, row] : rows) take(i, row);
     }
-    for (Slot * s : drafting) {
-        if (static_cast<int32_t>(s->draft.size()) < params_.spec_n_min) s->draft.clear();
+    for (size_t i = 0; i < drafting.size(); ++i) {
+        if (static_cast<int32_t>(drafting[i]->draft.size()) < n_min[i]) drafting[i]->draft.clear();
     }
 }
 
-// Called right after the slot sampled from its first row (the token after `sampled`).
-// Each draft token the sampler reproduces is accepted and the next row sampled.
+// Called instead of sampling the slot's first row (the token after `sampled`). Each row
+// whose sample reproduces the draft token there accepts it, and the next row is sampled.
+// With synthetic acceptance (benchmarking) a draft token is taken at random instead.
 void Engine::verify_draft(Slot & s) {
     const std::vector<llama_token> draft = std::move(s.draft);
     s.draft.clear();
-    const int32_t row0 = s.i_batch;
+    const auto & synth = params_.spec_synth_probs;
+    std::uniform_real_distribution<double> coin(0.0, 1.0);
+    int32_t row = s.i_batch;
     size_t accepted = 0;
-    while (s.task && accepted < draft.size() && s.sampled == draft[accepted]) {
+    while (true) {
+        llama_token forced = -1;
+        bool last = accepted >= draft.size();
+        if (!last && !synth.empty()) {
+            // a drafted end of generation is never forced: it would end the output early
+            const llama_token t = draft[accepted];
+            if (coin(s.synth_rng) < synth[accepted] && !llama_vocab_is_eog(model_->vocab(), t)) {
+                forced = t;
+            } else {
+                last = true;
+            }
+        }
+        sample_slot(s, row, forced);
+        if (last || !s.task || s.sampled != draft[accepted]) break;
         s.cache.push_back(draft[accepted]);
         s.n_past++;
         ++accepted;
-        sample_slot(s, row0 + static_cast<int32_t>(accepted));
+        ++row;
     }
     // the target's KV beyond what was accepted holds rejected drafts
     ctx_->seq_rm(s.id, static_cast<llama_pos>(s.cache.size()), -1);
     s.d_past = std::min(s.d_end, s.cache.size());
+    s.n_draft += static_cast<int32_t>(draft.size());
+    s.n_draft_accepted += static_cast<int32_t>(accepted);
     std::lock_guard<std::mutex> lk(pub_mu_);
     metrics_.n_draft_tokens += draft.size();
     metrics_.n_draft_accepted += accepted;

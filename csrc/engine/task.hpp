@@ -33,6 +33,8 @@ struct TaskParams {
     std::vector<float> lora_scales;   // one per loaded adapter; empty: the engine's defaults
     int32_t n_cache_reuse = 0;        // min chunk reused by KV shifting past the common prefix; 0: off
     int32_t spec_n_max = -1;          // draft tokens per step; -1: the engine's, 0: no drafting
+    int32_t spec_n_min = -1;          // fewer drafted tokens are dropped; -1: the engine's
+    float spec_p_min = -1.0f;         // draft confidence to go on drafting; < 0: the engine's
     std::vector<llama_token> preserved_tokens;  // special tokens written out as text (tool-call markers)
     bool return_progress = false;     // Progress events while the prompt is evaluated
 };
@@ -63,6 +65,9 @@ struct Event {
     int32_t n_predicted = 0;
     double t_prompt_ms = 0.0;
     double t_predicted_ms = 0.0;
+    bool truncated = false;        // the context was shifted during the task
+    int32_t n_draft = 0;           // speculative: drafted tokens sent for verification
+    int32_t n_draft_accepted = 0;  // of those, accepted
     std::vector<float> embedding;  // embedding / rerank tasks (rerank: the scores)
     int32_t n_embd_rows = 0;       // > 1 for per-token embeddings (pooling none)
 

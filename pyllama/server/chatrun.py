@@ -119,6 +119,7 @@ class ChatTurn:
     plan: ChatPlan
     streams: list[TaskStream]
     n: int
+    sampling: _core.SamplingParams | None = None  # what the turn samples with
 
     @property
     def n_prompt(self) -> int:
@@ -204,4 +205,4 @@ def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         stop=call.stop,
     )
     streams = gen.submit(state, gen.make_tasks(state, [plan.tokens], call.sampling, opts))
-    return ChatTurn(plan, streams, call.n)
+    return ChatTurn(plan, streams, call.n, opts.sampling)

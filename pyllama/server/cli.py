@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyllama.server import speculative as spec
 from pyllama.server.gcp import GcpSettings
 from pyllama.server.settings import Settings
 
@@ -207,6 +208,18 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
         default=0.0,
         env="LLAMA_ARG_SPEC_DRAFT_P_MIN",
     )
+    flag(
+        "-bs",
+        "--backend-sampling",
+        "--backend_sampling",  # the spelling llama.cpp's test suite passes
+        action="store_true",
+        env="LLAMA_ARG_BACKEND_SAMPLING",
+        conv=_env_bool,
+        help="accepted for llama-server compatibility; pyllama samples on the host",
+    )
+    flag("--spec-type", env="LLAMA_ARG_SPEC_TYPE", help="none or draft-simple (comma list)")
+    flag("--spec-synth-len", type=float, env="LLAMA_ARG_SPEC_SYNTH_LEN", help="benchmarking")
+    flag("--spec-synth-rates", env="LLAMA_ARG_SPEC_SYNTH_RATES", help="benchmarking: P0,P1,...")
     switch(
         ["-cb", "--cont-batching"],
         ["-nocb", "--no-cont-batching"],
@@ -444,6 +457,7 @@ def parse_args(
         gcp = GcpSettings.from_env(environ)
     except ValueError:
         parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
+    spec_types, synth = _speculative(parser, a)
     tools = _split(a.tools) or (["all"] if a.agent else [])
     # tools can read and write files: only pages served from localhost may call them
     agent_tools = bool(tools or a.mcp_servers_config or a.mcp_servers_json)
@@ -495,6 +509,8 @@ def parse_args(
         spec_draft_n_max=a.spec_draft_n_max,
         spec_draft_n_min=a.spec_draft_n_min,
         spec_draft_p_min=a.spec_draft_p_min,
+        spec_types=spec_types,
+        spec_synth_probs=synth,
         max_queue=a.max_queue,
         max_body_bytes=a.max_body_bytes,
         cors_origins=_split(a.cors_origins) or (["localhost"] if agent_tools else []),
@@ -520,6 +536,23 @@ def parse_args(
         if router
         else [],
     )
+
+
+def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[list, list]:
+    """--spec-type and synthetic acceptance, checked as llama-server checks them."""
+    try:
+        types = spec.parse_types(a.spec_type) if a.spec_type else []
+        rates = None
+        if a.spec_synth_rates is not None:
+            rates = [float(v) for v in a.spec_synth_rates.split(",")]
+        drafting = a.model_draft is not None and types != ["none"]
+        n_max = a.spec_draft_n_max if drafting else 0
+        synth = spec.synth_rates(n_max, a.spec_synth_len, rates)
+    except ValueError as e:
+        parser.error(f"speculative decoding: {e}")
+    if "draft-simple" in types and a.model_draft is None:
+        parser.error("--spec-type draft-simple needs a draft model (--model-draft)")
+    return types, spec.conditional_probs(synth)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

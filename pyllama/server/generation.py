@@ -159,6 +159,7 @@ class Options:
     trigger_patterns: list[str] = field(default_factory=list)  # non-empty: the grammar is lazy
     preserved: list[int] = field(default_factory=list)  # special tokens written out as text
     stop: list[str] = field(default_factory=list)
+    sampling: _core.SamplingParams | None = None  # set by make_tasks: what the tasks sample with
 
 
 def make_tasks(
@@ -171,11 +172,14 @@ def make_tasks(
     kw["temperature"] = s.temperature if temp is None else temp
     seed = req.seed if req.seed is not None else s.seed
     kw["seed"] = _core.DEFAULT_SEED if seed is None or seed < 0 else seed
+    bias = _logit_bias(model, req.logit_bias) if req.logit_bias else {}
+    if kw.get("ignore_eos"):  # as llama-server: end-of-generation tokens are never sampled
+        bias.update(dict.fromkeys(state.eog_tokens, -math.inf))
     try:
         sampling = make_sampling_params(
             grammar=opts.grammar if opts.grammar is not None else req.grammar,
             json_schema=req.json_schema if opts.grammar is None else None,
-            logit_bias=_logit_bias(model, req.logit_bias) if req.logit_bias else None,
+            logit_bias=bias or None,
             **kw,
         )
     except (ValueError, TypeError) as e:
@@ -183,6 +187,7 @@ def make_tasks(
     if opts.trigger_patterns:
         sampling.grammar_lazy = True
         sampling.grammar_trigger_patterns = opts.trigger_patterns
+    opts.sampling = sampling
     n_predict = opts.n_predict
     if n_predict < 0 and s.n_predict >= 0:
         n_predict = s.n_predict
@@ -204,6 +209,12 @@ def make_tasks(
         if req.t_max_predict_ms:
             t.t_max_predict_ms = req.t_max_predict_ms
         t.n_cache_reuse = req.n_cache_reuse if req.n_cache_reuse is not None else s.cache_reuse
+        if req.spec_n_max is not None:
+            t.spec_n_max = req.spec_n_max
+        if req.spec_n_min is not None:
+            t.spec_n_min = req.spec_n_min
+        if req.spec_p_min is not None:
+            t.spec_p_min = req.spec_p_min
         if lora is not None:
             t.lora_scales = lora
         tasks.append(t)
@@ -326,7 +337,7 @@ def timings(ev: _core.Event) -> dict[str, float]:
         prompt_n, pred_n = ev.n_prompt - ev.n_cached, ev.n_predicted
         pms, gms = ev.t_prompt_ms, ev.t_predicted_ms
     steps = max(0, pred_n - 1)
-    return {
+    out = {
         "cache_n": ev.n_cached,
         "prompt_n": prompt_n,
         "prompt_ms": pms,
@@ -337,6 +348,10 @@ def timings(ev: _core.Event) -> dict[str, float]:
         "predicted_per_token_ms": gms / steps if steps and gms > 0 else 0.0,
         "predicted_per_second": 1e3 * steps / gms if steps and gms > 0 else 0.0,
     }
+    if ev.type != "progress" and ev.n_draft > 0:  # speculative decoding, as llama-server
+        out["draft_n"] = ev.n_draft
+        out["draft_n_accepted"] = ev.n_draft_accepted
+    return out
 
 
 def prompt_progress(ev: _core.Event) -> dict[str, Any]:

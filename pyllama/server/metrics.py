@@ -137,7 +137,7 @@ class MetricsBook:
                 "KV-cache usage. 1 means 100 percent usage.",
                 m["kv_usage"],
             ),
-            ("gauge", "n_tokens_max", "Largest observed n_tokens.", m["n_tokens_max"]),
+            ("counter", "n_tokens_max", "Largest observed n_tokens.", m["n_tokens_max"]),
             (
                 "counter",
                 "spec_decode_num_draft_tokens_total",

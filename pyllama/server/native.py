@@ -9,6 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pyllama import _core
 from pyllama.server import generation as gen
 from pyllama.server.chatflow import plan_chat
 from pyllama.server.errors import APIError
@@ -30,17 +31,81 @@ def _state(request: Request) -> ServerState:
     return request.app.state.pyllama
 
 
-def generation_settings(state: ServerState, req: Any = None) -> dict[str, Any]:
+_SAMPLING_SETTINGS = (
+    "seed",
+    "temperature",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "top_k",
+    "top_p",
+    "min_p",
+    "top_n_sigma",
+    "xtc_probability",
+    "xtc_threshold",
+    "typical_p",
+    "repeat_last_n",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "adaptive_target",
+    "adaptive_decay",
+    "ignore_eos",
+    "min_keep",
+    "grammar",
+    "samplers",
+)
+
+
+def generation_settings(
+    state: ServerState, req: Any = None, sampling: _core.SamplingParams | None = None
+) -> dict[str, Any]:
+    """llama-server's ``generation_settings``: what a request ran with (``sampling``, as
+    make_tasks built it) or, without one, the server's defaults (/props)."""
     s = state.settings
-    return {
-        "n_predict": s.n_predict,
-        "temperature": s.temperature if req is None or req.temperature is None else req.temperature,
-        "seed": s.seed,
-        "n_ctx": state.n_ctx_slot,
-        "speculative.n_max": s.spec_draft_n_max,
-        "speculative.n_min": s.spec_draft_n_min,
-        "speculative.p_min": s.spec_draft_p_min,
-    }
+    if sampling is None:
+        sampling = _core.SamplingParams()
+        sampling.temperature = s.temperature
+        if s.seed >= 0:
+            sampling.seed = s.seed
+    out: dict[str, Any] = {name: getattr(sampling, name) for name in _SAMPLING_SETTINGS}
+    n_predict = s.n_predict
+    if req is not None:
+        asked = req.n_predict if req.n_predict is not None else getattr(req, "max_tokens", None)
+        n_predict = asked if asked is not None else n_predict
+    # -inf (a banned token) goes out as null, as llama-server's JSON writes it
+    out["logit_bias"] = [{"bias": b, "token": t} for t, b in sampling.logit_bias]
+    out.update(
+        {
+            "n_predict": n_predict,
+            "max_tokens": n_predict,
+            "n_keep": s.n_keep if req is None or req.n_keep is None else req.n_keep,
+            "n_discard": 0 if req is None or req.n_discard is None else req.n_discard,
+            "stop": gen.stops(req.stop) if req is not None else [],
+            "stream": bool(req is not None and req.stream),
+            "n_probs": (req.n_probs or 0) if req is not None else 0,
+            "post_sampling_probs": bool(req is not None and req.post_sampling_probs),
+            "timings_per_token": bool(req is not None and req.timings_per_token),
+            "grammar_lazy": sampling.grammar_lazy,
+            "n_ctx": state.n_ctx_slot,
+            "speculative.n_max": _pick_spec(req, "spec_n_max", s.spec_draft_n_max),
+            "speculative.n_min": _pick_spec(req, "spec_n_min", s.spec_draft_n_min),
+            "speculative.p_min": _pick_spec(req, "spec_p_min", s.spec_draft_p_min),
+        }
+    )
+    return out
+
+
+def _pick_spec(req: Any, name: str, default: Any) -> Any:
+    value = getattr(req, name, None) if req is not None else None
+    return default if value is None else value
 
 
 def native_final(
@@ -50,6 +115,7 @@ def native_final(
     req: Sampling,
     streamed: bool,
     prompt: str = "",
+    sampling: _core.SamplingParams | None = None,
 ) -> dict[str, Any]:
     """/completion's result object (also the ``__verbose`` of the OpenAI routes)."""
     f = r.final
@@ -63,10 +129,10 @@ def native_final(
         "model": state.model_name,
         "tokens_predicted": f.n_predicted,
         "tokens_evaluated": n_prompt,
-        "generation_settings": generation_settings(state, req),
+        "generation_settings": generation_settings(state, req, sampling),
         "prompt": prompt,
         "has_new_line": "\n" in r.content,
-        "truncated": False,
+        "truncated": f.truncated,
         "stop_type": gen.stop_type(f),
         "stopping_word": f.stopping_word,
         "tokens_cached": n_prompt + f.n_predicted,
@@ -117,10 +183,10 @@ async def run_completion(
     )
     streams = gen.submit(state, gen.make_tasks(state, prompts, req, opts))
     if req.stream:
-        return sse_response(_stream(state, streams, prompts, req))
+        return sse_response(_stream(state, streams, prompts, req, opts.sampling))
     results = await gen.collect(streams, req.n_cmpl, request.receive)
     out = [
-        native_final(state, r, len(prompts[i // req.n_cmpl]), req, False)
+        native_final(state, r, len(prompts[i // req.n_cmpl]), req, False, sampling=opts.sampling)
         for i, r in enumerate(results)
     ]
     for i, o in enumerate(out):
@@ -130,7 +196,11 @@ async def run_completion(
 
 
 async def _stream(
-    state: ServerState, streams: list[Any], prompts: list[list[int]], req: CompletionRequest
+    state: ServerState,
+    streams: list[Any],
+    prompts: list[list[int]],
+    req: CompletionRequest,
+    sampling: _core.SamplingParams | None,
 ) -> AsyncIterator[bytes]:
     n_pred: dict[tuple[int, int], int] = {}
     async for i, ev in gen.merged(streams, progress=req.return_progress):
@@ -170,7 +240,7 @@ async def _stream(
             yield sse(chunk)
         else:
             r = gen.Result(index, final=ev)
-            yield sse(native_final(state, r, len(prompts[i]), req, True))
+            yield sse(native_final(state, r, len(prompts[i]), req, True, sampling=sampling))
 
 
 async def tokenize(request: Request) -> Response:

@@ -224,7 +224,7 @@ async def chat_completions(request: Request) -> Response:
         out["timings"] = gen.timings(finals[0])
     if req.verbose if req.verbose is not None else state.settings.verbose:
         out["__verbose"] = native_final(
-            state, results[0], turn.n_prompt, req, False, turn.plan.prompt
+            state, results[0], turn.n_prompt, req, False, turn.plan.prompt, turn.sampling
         )
     return json_response(out)
 

@@ -373,8 +373,9 @@ async def _stream(
                 body = tr.finished(state, turn, ev.output, final)
                 if tr.req.store:
                     store.put(StoredResponse(body, tr.input))
-                kind = "response.incomplete" if length else "response.completed"
-                yield ev.event(kind, response=body, timings=gen.timings(final))
+                # response.completed even when the status is "incomplete" (max_output_tokens):
+                # llama-server sends it, and the openai SDK's get_final_response() needs it
+                yield ev.event("response.completed", response=body, timings=gen.timings(final))
                 return
     except APIError as e:  # after the first byte: the failure travels as events
         yield ev.event("error", code=e.type, message=e.message, param=None)

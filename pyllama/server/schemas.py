@@ -74,6 +74,9 @@ class Sampling(_Model):
     id_slot: int = Field(-1, ge=-1)
     t_max_predict_ms: int | None = Field(None, ge=0)
     n_cache_reuse: int | None = Field(None, ge=0)
+    spec_n_max: int | None = Field(None, alias="speculative.n_max", ge=0, le=1024)
+    spec_n_min: int | None = Field(None, alias="speculative.n_min", ge=0, le=1024)
+    spec_p_min: float | None = Field(None, alias="speculative.p_min", ge=0.0, le=1.0)
     lora: list[dict[str, Any]] | None = None
     stream: bool = False
     return_progress: bool = False  # streamed prompt_progress while the prompt is evaluated

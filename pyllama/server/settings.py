@@ -59,6 +59,8 @@ class Settings:
     spec_draft_n_max: int = 3
     spec_draft_n_min: int = 0
     spec_draft_p_min: float = 0.0
+    spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: draft-simple with -md
+    spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off
     max_queue: int = 256  # requests waiting for a slot before 503
     max_body_bytes: int = 64 << 20  # larger request bodies get 413
     cors_origins: list[str] = field(default_factory=list)  # CORS off unless asked

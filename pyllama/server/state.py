@@ -28,6 +28,7 @@ class ServerState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.model: _core.Model | None = None
+        self.eog_tokens: list[int] = []
         self.engine: AsyncEngine | None = None
         self.template: ChatTemplate | None = None
         self.model_path = ""
@@ -83,7 +84,8 @@ class ServerState:
         n_parallel = 4 if auto else s.n_parallel
         unified = auto if s.kv_unified is None else s.kv_unified
         threads = s.n_threads if s.n_threads > 0 else default_threads()
-        draft = _core.Model(s.model_draft, n_gpu_layers=ngl) if s.model_draft else None
+        drafting = s.model_draft is not None and s.spec_types != ["none"]
+        draft = _core.Model(s.model_draft, n_gpu_layers=ngl) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         core = _core.Engine(
             model,
@@ -108,6 +110,7 @@ class ServerState:
             spec_n_max=s.spec_draft_n_max,
             spec_n_min=s.spec_draft_n_min,
             spec_p_min=s.spec_draft_p_min,
+            spec_synth_probs=s.spec_synth_probs,
         )
         source = s.chat_template or model.chat_template() or CHATML
         self.template = make_template(
@@ -125,6 +128,8 @@ class ServerState:
             "n_params": model.n_params,
             "size": model.size,
         }
+        # ignore_eos bans these, as llama-server (a scan of the vocabulary: ~15 ms at 50k)
+        self.eog_tokens = [t for t in range(model.n_vocab) if model.is_eog(t)]
         self.bos_text = self._special(model, model.token_bos)
         self.eos_text = self._special(model, model.token_eos)
         self.model_path = path

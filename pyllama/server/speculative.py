@@ -1,0 +1,86 @@
+"""llama-server's speculative-decoding options: ``--spec-type`` and synthetic acceptance
+(``--spec-synth-len`` / ``--spec-synth-rates``, for benchmarking the draft path: draft
+tokens are accepted at random instead of by agreement with the target model)."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["SUPPORTED_TYPES", "conditional_probs", "parse_types", "synth_rates"]
+
+# llama.cpp's names; pyllama implements the draft-model kind
+KNOWN_TYPES = (
+    "none",
+    "draft-simple",
+    "draft-eagle3",
+    "draft-mtp",
+    "draft-dflash",
+    "draft-dspark",
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-mod",
+    "ngram-cache",
+)
+SUPPORTED_TYPES = ("none", "draft-simple")
+
+
+def parse_types(value: str) -> list[str]:
+    """A comma-separated ``--spec-type``; ``none`` anywhere means no speculation."""
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    for name in names:
+        if name not in KNOWN_TYPES:
+            raise ValueError(f"unknown speculative type: {name}")
+        if name not in SUPPORTED_TYPES:
+            raise ValueError(
+                f"speculative type {name} is not supported by pyllama-server "
+                f"(supported: {', '.join(SUPPORTED_TYPES)})"
+            )
+    return ["none"] if "none" in names else names
+
+
+def synth_rates(n_max: int, length: float | None, rates: list[float] | None) -> list[float]:
+    """The unconditional acceptance rate of each draft position, as llama.cpp resolves
+    them: given outright (non-increasing, in [0, 1], one per drafted token), or from a
+    target mean acceptance length L (drafted tokens accepted + the target's), solved for
+    a geometric p with p + p^2 + ... + p^n_max = L - 1. Empty when neither is given."""
+    if length is None and not rates:
+        return []
+    if length is not None and rates:
+        raise ValueError("synthetic acceptance length and rates are mutually exclusive")
+    if n_max <= 0:
+        raise ValueError("synthetic acceptance requires at least one speculative token")
+    if rates:
+        if len(rates) != n_max:
+            raise ValueError(
+                f"synthetic acceptance rates must contain {n_max} values, got {len(rates)}"
+            )
+        for i, r in enumerate(rates):
+            if not math.isfinite(r) or not 0.0 <= r <= 1.0:
+                raise ValueError("synthetic acceptance rates must be finite and within [0, 1]")
+            if i and r > rates[i - 1]:
+                raise ValueError("synthetic acceptance rates must be monotonically non-increasing")
+        return list(rates)
+    assert length is not None
+    top = n_max + 1.0
+    if not math.isfinite(length) or not 1.0 <= length <= top:
+        raise ValueError(f"synthetic acceptance length must be finite and within [1, {top:.0f}]")
+    p = 1.0 if length == top else 0.0
+    if 1.0 < length < top:
+        lo, hi = 0.0, 1.0
+        for _ in range(32):  # bisection on the geometric sum
+            mid = 0.5 * (lo + hi)
+            total = sum(mid ** (j + 1) for j in range(n_max))
+            lo, hi = (mid, hi) if total < length - 1.0 else (lo, mid)
+        p = 0.5 * (lo + hi)
+    return [p ** (i + 1) for i in range(n_max)]
+
+
+def conditional_probs(rates: list[float]) -> list[float]:
+    """Position i's acceptance chance given position i-1 was accepted (what the engine
+    draws against)."""
+    out, prev = [], 1.0
+    for r in rates:
+        out.append(r / prev if prev > 0.0 else 0.0)
+        prev = r
+    return out
