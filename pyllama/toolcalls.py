@@ -258,8 +258,11 @@ def tool_grammar(
     parallel: bool,
     schema_to_grammar: Any,
 ) -> tuple[str, list[str]]:
-    """(GBNF, trigger words). With trigger words the grammar is lazy: free text until a word
-    appears, then the calls. ``schema_to_grammar`` converts a JSON schema (text) to GBNF."""
+    """(GBNF, trigger patterns). With trigger patterns the grammar is lazy: free text until
+    one matches, then the calls from its first group on (a family's marker anywhere; for
+    bare JSON calls, an object that opens the reply with the name key, so a
+    reply that needs no tool stays free). ``schema_to_grammar`` converts a JSON schema
+    (text) to GBNF."""
     if fmt.generic:
         return schema_to_grammar(json.dumps(generic_schema(functions, required, parallel))), []
     if fmt is DEEPSEEK:
@@ -282,9 +285,11 @@ def tool_grammar(
     else:
         root = f"root ::= tool-call-json{' (tool-ws tool-call-json)*' if parallel else ''}\n"
     grammar = root + ws + call
-    if required or not fmt.start:
+    if required:
         return grammar, []
-    return grammar, [fmt.start]
+    if not fmt.start:
+        return grammar, ['^\\s*(\\{\\s*"' + fmt.name_key + '")[\\s\\S]*']
+    return grammar, ["^[\\s\\S]*?(" + re.escape(fmt.start) + ")[\\s\\S]*"]
 
 
 def _args_text(args: Any) -> str:

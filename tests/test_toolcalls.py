@@ -5,6 +5,7 @@ writes."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -141,15 +142,29 @@ def test_generic_response_is_content():
     "fmt", [HERMES, MISTRAL, COMMAND_R7B, LLAMA3, GENERIC], ids=lambda f: f.name
 )
 def test_grammars_compile(fmt, smollm_path):
-    """Every family's grammar is valid GBNF for llama.cpp's parser, lazy where it has a marker."""
+    """Every family's grammar is valid GBNF for llama.cpp's parser, lazy unless a call is
+    required (the generic scheme is never lazy: its reply is always JSON)."""
     model = _core.Model(smollm_path, vocab_only=True)
     for required in (False, True):
-        grammar, words = tool_grammar(fmt, [WEATHER], required, True, _core.json_schema_to_grammar)
-        if words:
-            assert not required and words == [fmt.start]
-            _core.Sampler.grammar_lazy(model, grammar, trigger_patterns=[f"[\\s\\S]*?({words[0]})"])
+        grammar, triggers = tool_grammar(
+            fmt, [WEATHER], required, True, _core.json_schema_to_grammar
+        )
+        assert bool(triggers) == (not required and not fmt.generic)
+        if triggers:
+            _core.Sampler.grammar_lazy(model, grammar, trigger_patterns=triggers)
         else:
             _core.Sampler.grammar(model, grammar)
+
+
+def test_bare_json_calls_trigger_only_on_a_call_object():
+    _, (pattern,) = tool_grammar(LLAMA3, [WEATHER], False, False, _core.json_schema_to_grammar)
+    assert re.fullmatch(pattern, '{"name": "get_weather", "parameters": {')
+    assert re.fullmatch(pattern, ' \n{ "name": "x"')
+    assert not re.fullmatch(pattern, '{"type": "function"}')
+    assert not re.fullmatch(pattern, "print('hello world')")
+    assert not re.fullmatch(pattern, 'Here is JSON: {"name": "x"}')
+    _, (marked,) = tool_grammar(HERMES, [WEATHER], False, False, _core.json_schema_to_grammar)
+    assert re.fullmatch(marked, 'Let me check. <tool_call>{"name"')
 
 
 def test_validate_tools_names_the_bad_entry():

@@ -4,7 +4,6 @@ every protocol that speaks chat (OpenAI chat, Anthropic, Responses, Ollama)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,7 +171,7 @@ def plan_chat(
         msgs, add_generation_prompt = msgs[:-1], True
     fmt: ToolFormat | None = None
     grammar: str | None = None
-    words: list[str] = []
+    triggers: list[str] = []
     render_tools = None
     if tools:
         try:
@@ -187,7 +186,7 @@ def plan_chat(
             parallel = bool(parallel_tool_calls)
             required = mode == "required"
             try:
-                grammar, words = tool_grammar(
+                grammar, triggers = tool_grammar(
                     fmt, functions, required, parallel, _core.json_schema_to_grammar
                 )
             except (ValueError, RuntimeError) as e:
@@ -235,10 +234,7 @@ def plan_chat(
         tok = _single_special(model, m)
         if tok is not None:
             plan.preserved.append(tok)
-    # lazy grammar: the trigger may appear anywhere; the grammar applies from it on
-    plan.trigger_patterns = (
-        ["^[\\s\\S]*?(" + "|".join(re.escape(w) for w in words) + ")[\\s\\S]*"] if words else []
-    )
+    plan.trigger_patterns = triggers
     return plan
 
 
