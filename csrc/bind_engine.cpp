@@ -157,7 +157,8 @@ void register_engine(py::module_ & m) {
                          bool kv_unified, int32_t max_queue, float slot_prompt_similarity, bool context_shift,
                          int32_t n_keep, std::vector<std::pair<std::string, float>> lora,
                          std::shared_ptr<Model> draft_model, int32_t spec_n_max, int32_t spec_n_min,
-                         float spec_p_min, std::vector<double> spec_synth_probs) {
+                         float spec_p_min, std::vector<double> spec_synth_probs, int64_t cache_ram_mib,
+                         bool cache_idle_slots, bool verbose) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -182,6 +183,9 @@ void register_engine(py::module_ & m) {
                  p.spec_n_min = spec_n_min;
                  p.spec_p_min = spec_p_min;
                  p.spec_synth_probs = std::move(spec_synth_probs);
+                 p.cache_ram_mib = cache_ram_mib;
+                 p.cache_idle_slots = cache_idle_slots;
+                 p.verbose = verbose;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -195,7 +199,8 @@ void register_engine(py::module_ & m) {
              py::arg("lora") = std::vector<std::pair<std::string, float>>{},
              py::arg("draft_model") = std::shared_ptr<Model>{}, py::arg("spec_n_max") = 3,
              py::arg("spec_n_min") = 0, py::arg("spec_p_min") = 0.0f,
-             py::arg("spec_synth_probs") = std::vector<double>{})
+             py::arg("spec_synth_probs") = std::vector<double>{}, py::arg("cache_ram_mib") = 0,
+             py::arg("cache_idle_slots") = true, py::arg("verbose") = false)
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

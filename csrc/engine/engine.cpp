@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -88,6 +89,11 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (embeddings_) cp.kv_unified = true;
     ctx_ = std::make_unique<Context>(model_, cp);
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    if (p.cache_ram_mib != 0 && !embeddings_) {
+        const size_t bytes = p.cache_ram_mib < 0 ? 0 : static_cast<size_t>(p.cache_ram_mib) << 20;
+        prompt_cache_ = std::make_unique<PromptCache>(bytes, ctx_->n_ctx());
+        if (p.cache_idle_slots) trace("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__");
+    }
     if (!p.draft && !p.spec_synth_probs.empty()) {
         throw std::invalid_argument("synthetic acceptance needs a draft model");
     }
@@ -531,7 +537,8 @@ void Engine::admit() {
                 }
             }
         }
-        if (!primary) primary = idle.front();  // least recently used
+        const bool by_lru = primary == nullptr;
+        if (by_lru) primary = idle.front();  // least recently used
         queue_.pop_front();
         n_waiting_--;
 
@@ -559,6 +566,7 @@ void Engine::admit() {
             ++index;
         };
         const bool cache = completion && task->params.cache_prompt;
+        if (cache && prompt_cache_) swap_prompt(*primary, prompt, by_lru);
         size_t lcp = cache ? common_prefix(primary->cache, prompt) : 0;
         primary->d_past = std::min(primary->d_past, lcp);
         if (cache && task->params.n_cache_reuse > 0 && ctx_->can_shift()) {
@@ -588,7 +596,41 @@ void Engine::admit() {
             s->parent = primary;
             assign(*s);
         }
+        if (prompt_cache_ && params_.cache_idle_slots) cache_idle_slots();
     }
+}
+
+// As llama-server: a slot taken by least-recently-used, or about to keep less than half
+// of its cached prompt, first saves that prompt to the host cache; then a cached prompt
+// that serves the new one better is restored into it.
+void Engine::swap_prompt(Slot & s, const std::vector<llama_token> & prompt, bool by_lru) {
+    const size_t keep = common_prefix(s.cache, prompt);
+    if (!by_lru && 2 * keep >= s.cache.size()) return;
+    trace("updating prompt cache");
+    prompt_cache_->save(*ctx_, s.id, s.cache);
+    try {
+        if (auto got = prompt_cache_->take_better(*ctx_, s.id, s.cache, prompt)) {
+            s.cache = std::move(*got);
+            s.d_past = 0;  // the draft context catches up from the start
+            trace("restored a prompt from the prompt cache");
+        }
+    } catch (const std::exception & e) {
+        trace(e.what());
+        drop_kv(s, 0);
+    }
+}
+
+void Engine::cache_idle_slots() {
+    for (auto & s : slots_) {
+        if (s->state != Slot::State::Idle || s->cache.empty()) continue;
+        if (prompt_cache_->save(*ctx_, s->id, s->cache)) trace("__TEST_TAG_CACHE_IDLE_SLOT__");
+        // only a shared KV buffer gets room back from clearing; separate streams keep theirs
+        if (params_.ctx.kv_unified) drop_kv(*s, 0);
+    }
+}
+
+void Engine::trace(const char * what) const {
+    if (params_.verbose) std::fprintf(stderr, "engine: %s\n", what);
 }
 
 bool Engine::step() {

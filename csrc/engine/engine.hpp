@@ -25,6 +25,7 @@
 #include "core/context.hpp"
 #include "core/model.hpp"
 #include "core/sampler.hpp"
+#include "engine/prompt_cache.hpp"
 #include "engine/task.hpp"
 #include "engine/text_stream.hpp"
 
@@ -63,6 +64,12 @@ struct EngineParams {
     // that draft position i is accepted given i-1 was, whatever the target samples;
     // empty: drafts are verified against the target
     std::vector<double> spec_synth_probs;
+    // host-memory prompt cache (llama-server's --cache-ram, MiB; 0: off, -1: no limit) and
+    // --cache-idle-slots: on each new task, idle slots are saved there (and, with a unified
+    // KV cache, cleared to give the room to busy ones)
+    int64_t cache_ram_mib = 0;
+    bool cache_idle_slots = true;
+    bool verbose = false;  // trace lines on stderr (as llama-server's -v)
 };
 
 struct SlotInfo {
@@ -152,6 +159,9 @@ private:
     void context_shift(Slot & slot);
     void drop_kv(Slot & slot, size_t keep);  // forget the slot's KV from position `keep` on
     size_t reuse_chunks(Slot & slot, const std::vector<llama_token> & prompt, size_t n_past, size_t min_chunk);
+    void swap_prompt(Slot & slot, const std::vector<llama_token> & prompt, bool by_lru);  // --cache-ram
+    void cache_idle_slots();  // --cache-idle-slots, after a task was placed
+    void trace(const char * what) const;
     void draft_all();                // speculative: draft tokens for generating slots
     void verify_draft(Slot & slot);  // after sampling the first row: accept matching drafts
     void apply_lora(const std::vector<float> & scales);
@@ -163,6 +173,7 @@ private:
     EngineParams params_;
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Context> dctx_;  // draft model context (speculative decoding), or null
+    std::unique_ptr<PromptCache> prompt_cache_;  // --cache-ram, or null
     std::unique_ptr<Batch> dbatch_;
     int32_t n_ctx_slot_ = 0;
     bool embeddings_ = false;

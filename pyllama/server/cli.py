@@ -191,6 +191,21 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
         help="a final assistant message is closed, not continued",
     )
     flag("--cache-reuse", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE")
+    flag(
+        "-cram",
+        "--cache-ram",
+        type=int,
+        default=8192,
+        env="LLAMA_ARG_CACHE_RAM",
+        help="host-memory prompt cache in MiB (0: off, -1: no limit)",
+    )
+    switch(
+        ["--cache-idle-slots"],
+        ["--no-cache-idle-slots"],
+        "cache_idle_slots",
+        "LLAMA_ARG_CACHE_IDLE_SLOTS",
+        "save idle slots to the prompt cache on a new task (cleared with a unified KV cache)",
+    )
     flag("-sps", "--slot-prompt-similarity", type=float, default=0.1)
     flag(
         "-md",
@@ -439,6 +454,8 @@ def parse_args(
             parser.error(f"--{name[2:]}-size must be >= 1")
     if a.n_keep < -1:
         parser.error("--keep must be >= -1")
+    if a.cache_ram < -1:
+        parser.error("--cache-ram must be >= -1")
     if a.cache_reuse < 0:
         parser.error("--cache-reuse must be >= 0")
     if a.n_parallel == 0 or a.n_parallel < -1:
@@ -504,6 +521,8 @@ def parse_args(
         prefill_assistant=a.prefill_assistant is not False,
         n_keep=a.n_keep,
         cache_reuse=a.cache_reuse,
+        cache_ram_mib=a.cache_ram,
+        cache_idle_slots=a.cache_idle_slots is not False,
         slot_prompt_similarity=a.slot_prompt_similarity,
         model_draft=a.model_draft,
         spec_draft_n_max=a.spec_draft_n_max,

@@ -59,6 +59,8 @@ class Settings:
     spec_draft_n_max: int = 3
     spec_draft_n_min: int = 0
     spec_draft_p_min: float = 0.0
+    cache_ram_mib: int = 8192  # --cache-ram (llama-server's default)
+    cache_idle_slots: bool = True
     spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: draft-simple with -md
     spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off
     max_queue: int = 256  # requests waiting for a slot before 503

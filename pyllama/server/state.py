@@ -111,6 +111,9 @@ class ServerState:
             spec_n_min=s.spec_draft_n_min,
             spec_p_min=s.spec_draft_p_min,
             spec_synth_probs=s.spec_synth_probs,
+            cache_ram_mib=s.cache_ram_mib,
+            cache_idle_slots=s.cache_idle_slots,
+            verbose=s.verbose,
         )
         source = s.chat_template or model.chat_template() or CHATML
         self.template = make_template(
