@@ -1,9 +1,11 @@
 """Streaming clients against pyllama-server and llama-server started with the same flags.
 
 Both servers run at once (idle between turns) and take turns: for each concurrency C,
-C clients each stream one /completion of G tokens (distinct prompts, EOS ignored), on
+C clients each stream K /completion requests of G tokens one after the other (distinct
+prompts, EOS ignored; K rounds keep a one-client turn long enough to measure), on
 pyllama-server, then on llama-server, R times. Per side: aggregate tokens/s (all tokens
-/ wall time of the turn), time to first token p50/p99, inter-token latency p50/p99.
+/ wall time of the turn), time to first token p50/p99, inter-token latency p50/p99. The
+ratio is best turn over best turn; ratio_median is the median of the R paired turns.
 
     python benchmarks/bench_server.py --threads 2 --concurrency 1,4,8 --json
 """
@@ -29,7 +31,9 @@ async def one(client: httpx.AsyncClient, url: str, prompt: str, g: int) -> dict[
     t0 = time.perf_counter()
     stamps: list[float] = []
     n = 0
-    async with client.stream("POST", url + "/completion", json=body) as r:
+    # a connection per request: llama-server may close a kept-alive one after a stream
+    close = {"Connection": "close"}
+    async with client.stream("POST", url + "/completion", json=body, headers=close) as r:
         async for line in r.aiter_lines():
             if not line.startswith("data: "):
                 continue
@@ -41,14 +45,25 @@ async def one(client: httpx.AsyncClient, url: str, prompt: str, g: int) -> dict[
     return {"t0": t0, "stamps": stamps, "n": n, "end": time.perf_counter()}
 
 
-async def turn(url: str, c: int, g: int, seed: int) -> dict[str, float]:
-    prompts = [
-        f"Request {seed}-{i}: write a long story about the number {i * 7919 + seed}."
-        for i in range(c)
-    ]
+async def client_rounds(
+    client: httpx.AsyncClient, url: str, prompts: list[str], g: int
+) -> list[dict[str, Any]]:
+    return [await one(client, url, p, g) for p in prompts]
+
+
+async def turn(url: str, c: int, g: int, seed: int, rounds: int) -> dict[str, float]:
+    def prompt(i: int, k: int) -> str:
+        return f"Request {seed}-{i}-{k}: write a long story about the number {i * 7919 + k}."
+
     async with httpx.AsyncClient(timeout=600) as client:
         t0 = time.perf_counter()
-        res = await asyncio.gather(*[one(client, url, p, g) for p in prompts])
+        per_client = await asyncio.gather(
+            *[
+                client_rounds(client, url, [prompt(i, k) for k in range(rounds)], g)
+                for i in range(c)
+            ]
+        )
+    res = [r for rs in per_client for r in rs]
     wall = max(r["end"] for r in res) - t0
     ttft = [1e3 * (r["stamps"][0] - r["t0"]) for r in res if r["stamps"]]
     itl = [1e3 * (b - a) for r in res for a, b in zip(r["stamps"], r["stamps"][1:])]
@@ -71,6 +86,7 @@ def main() -> int:
     ap.add_argument("--concurrency", default="1,4,8")
     ap.add_argument("--gen-tokens", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4, help="requests per client per turn")
     ap.add_argument("--json", action="store_true")
     cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
     ap.add_argument(
@@ -96,17 +112,21 @@ def main() -> int:
     try:
         for c in [int(x) for x in args.concurrency.split(",")]:
             best: dict[str, dict[str, float]] = {}
+            paired: list[float] = []
             for rep in range(args.repeat):
+                got = {}
                 for name, url in (("pyllama", ours_url), ("llama_server", theirs_url)):
-                    r = asyncio.run(turn(url, c, args.gen_tokens, rep))
+                    r = got[name] = asyncio.run(turn(url, c, args.gen_tokens, rep, args.rounds))
                     if name not in best or r["tok_per_s"] > best[name]["tok_per_s"]:
                         best[name] = r
+                paired.append(got["pyllama"]["tok_per_s"] / got["llama_server"]["tok_per_s"])
             row: dict[str, Any] = {"concurrency": c, "gen_tokens": args.gen_tokens}
             for name, r in best.items():
                 row.update({f"{name}_{k}": round(v, 2) for k, v in r.items()})
             row["ratio"] = round(
                 best["pyllama"]["tok_per_s"] / best["llama_server"]["tok_per_s"], 3
             )
+            row["ratio_median"] = round(statistics.median(paired), 3)
             print(json.dumps(row) if args.json else row, flush=True)
     finally:
         for p in (ours, theirs):
