@@ -31,36 +31,14 @@ def _state(request: Request) -> ServerState:
     return request.app.state.pyllama
 
 
+# the SamplingParams fields generation_settings reports (llama-server's names)
 _SAMPLING_SETTINGS = (
     "seed",
     "temperature",
-    "dynatemp_range",
-    "dynatemp_exponent",
-    "top_k",
-    "top_p",
-    "min_p",
-    "top_n_sigma",
-    "xtc_probability",
-    "xtc_threshold",
-    "typical_p",
-    "repeat_last_n",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "dry_penalty_last_n",
-    "dry_sequence_breakers",
-    "mirostat",
-    "mirostat_tau",
-    "mirostat_eta",
+    *gen.SAMPLING_FIELDS,
     "adaptive_target",
     "adaptive_decay",
-    "ignore_eos",
-    "min_keep",
     "grammar",
-    "samplers",
 )
 
 
