@@ -10,20 +10,22 @@ import httpx
 
 from pyllama.chat import BuiltinTemplate, ChatTemplate, make_template
 
+http = httpx.Client(timeout=120)  # generous: the machine may be busy with other tests
+
 
 def test_json_prompt_objects(server):
     text = "I believe the meaning of life is"
     base = {"n_predict": 4, "temperature": 0}
-    plain = httpx.post(server + "/completion", json={**base, "prompt": text}).json()
-    one = httpx.post(server + "/completion", json={**base, "prompt": {"prompt_string": text}})
+    plain = http.post(server + "/completion", json={**base, "prompt": text}).json()
+    one = http.post(server + "/completion", json={**base, "prompt": {"prompt_string": text}})
     assert one.status_code == 200 and one.json()["content"] == plain["content"]
-    tokens = httpx.post(server + "/tokenize", json={"content": text, "add_special": True}).json()
-    mixed = httpx.post(
+    tokens = http.post(server + "/tokenize", json={"content": text, "add_special": True}).json()
+    mixed = http.post(
         server + "/completion", json={**base, "prompt": [tokens["tokens"], {"prompt_string": text}]}
     )
     assert [r["content"] for r in mixed.json()] == [plain["content"]] * 2
     bad = {"prompt_string": text, "multimodal_data": ["aGVsbG8="]}
-    r = httpx.post(server + "/completion", json={**base, "prompt": bad})
+    r = http.post(server + "/completion", json={**base, "prompt": bad})
     assert r.status_code == 400 and "multimodal" in r.json()["error"]["message"]
 
 
@@ -63,10 +65,10 @@ def test_builtin_chat_formats_by_name():
 
 def test_ignore_eos_bans_end_of_generation_tokens(server):
     body = {"prompt": "Hi", "n_predict": 4, "temperature": 0}
-    settings = httpx.post(server + "/completion", json=body).json()["generation_settings"]
+    settings = http.post(server + "/completion", json=body).json()["generation_settings"]
     assert settings["logit_bias"] == [] and settings["ignore_eos"] is False
     body["ignore_eos"] = True
-    settings = httpx.post(server + "/completion", json=body).json()["generation_settings"]
+    settings = http.post(server + "/completion", json=body).json()["generation_settings"]
     banned = {e["token"] for e in settings["logit_bias"]}
     assert 2 in banned  # SmolLM2's <|im_end|>
     assert all(e["bias"] is None for e in settings["logit_bias"])  # -inf is written as null
@@ -79,7 +81,7 @@ def test_a_context_shift_marks_the_result_truncated(smollm_path):
     args = ("-m", smollm_path, "-t", "2", "-c", "256", "-np", "1", "--context-shift")
     with running_server(*args) as url:
         body = {"prompt": "Hello " * 200, "n_predict": 100, "temperature": 0, "ignore_eos": True}
-        r = httpx.post(url + "/completion", json=body).json()
+        r = http.post(url + "/completion", json=body).json()
         assert r["tokens_predicted"] == 100 and r["truncated"] is True
         body["prompt"] = "Hello"
-        assert httpx.post(url + "/completion", json=body).json()["truncated"] is False
+        assert http.post(url + "/completion", json=body).json()["truncated"] is False

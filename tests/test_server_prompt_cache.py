@@ -8,6 +8,8 @@ import httpx
 import pytest
 from conftest import running_server
 
+http = httpx.Client(timeout=120)  # generous: the machine may be busy with other tests
+
 LONG = (
     "Once upon a time in a land far away, there lived a brave knight who traveled across "
     "mountains and rivers to find the legendary golden sword hidden deep within the "
@@ -17,7 +19,7 @@ LONG = (
 
 def complete(url: str, prompt: str, **kw) -> dict:
     body = {"prompt": prompt, "n_predict": 4, "temperature": 0, "cache_prompt": True, **kw}
-    r = httpx.post(url + "/completion", json=body, timeout=120)
+    r = http.post(url + "/completion", json=body, timeout=120)
     assert r.status_code == 200, r.text
     return r.json()
 

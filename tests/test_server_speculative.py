@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from conftest import running_server
+
+http = httpx.Client(timeout=120)  # generous: the machine may be busy with other tests
 
 PROMPT = "I believe the meaning of life is"
 GREEDY = {"prompt": PROMPT, "n_predict": 24, "temperature": 0, "return_tokens": True}
@@ -24,9 +27,9 @@ def drafting(smollm_path: str) -> Iterator[str]:
 
 
 def test_a_draft_model_keeps_the_output_and_reports_its_counts(drafting):
-    plain = httpx.post(drafting + "/completion", json={**GREEDY, "speculative.n_max": 0}).json()
+    plain = http.post(drafting + "/completion", json={**GREEDY, "speculative.n_max": 0}).json()
     assert "draft_n" not in plain["timings"]  # nothing drafted for this request
-    drafted = httpx.post(drafting + "/completion", json=GREEDY).json()
+    drafted = http.post(drafting + "/completion", json=GREEDY).json()
     assert drafted["tokens"] == plain["tokens"]
     t = drafted["timings"]
     # the model drafting for itself agrees with itself almost always
@@ -35,10 +38,10 @@ def test_a_draft_model_keeps_the_output_and_reports_its_counts(drafting):
     assert settings["speculative.n_max"] == 4
     # p_min 1.0: no draft is ever confident enough, so nothing is drafted
     strict = {**GREEDY, "speculative.p_min": 1.0}
-    r = httpx.post(drafting + "/completion", json=strict).json()
+    r = http.post(drafting + "/completion", json=strict).json()
     assert r["tokens"] == plain["tokens"] and "draft_n" not in r["timings"]
     assert r["generation_settings"]["speculative.p_min"] == 1.0
-    bad = httpx.post(drafting + "/completion", json={**GREEDY, "speculative.p_min": 2})
+    bad = http.post(drafting + "/completion", json={**GREEDY, "speculative.p_min": 2})
     assert bad.status_code == 400 and "speculative.p_min" in bad.json()["error"]["message"]
 
 
@@ -46,17 +49,17 @@ def test_synthetic_acceptance(smollm_path):
     args = ("-m", smollm_path, "-md", smollm_path, "-t", "2", "-c", "2048", "-np", "1")
     rates = ("--spec-draft-n-max", "4", "--spec-synth-rates", "1,1,1,1")
     with running_server(*args, *rates) as url:
-        r = httpx.post(url + "/completion", json={**GREEDY, "seed": 1}).json()
+        r = http.post(url + "/completion", json={**GREEDY, "seed": 1}).json()
         t = r["timings"]
         assert t["draft_n"] > 0 and t["draft_n_accepted"] == t["draft_n"]
         # drafted ends of generation are never forced: ignore_eos runs to the limit
         body = {"prompt": "Respond with only: OK", "n_predict": 40, "ignore_eos": True}
-        r = httpx.post(url + "/completion", json={**body, "temperature": 0}).json()
+        r = http.post(url + "/completion", json={**body, "temperature": 0}).json()
         assert r["tokens_predicted"] == 40 and r["stop_type"] == "limit"
     half = ("--spec-draft-n-max", "4", "--spec-synth-rates", "0.75,0.5,0.25,0.1")
     with running_server(*args, *half) as url:
         body = {"prompt": PROMPT, "n_predict": 32, "temperature": 0.2, "top_k": 5, "seed": 4242}
-        a, b = (httpx.post(url + "/completion", json=body).json()["timings"] for _ in range(2))
+        a, b = (http.post(url + "/completion", json=body).json()["timings"] for _ in range(2))
         assert a["draft_n"] > 0
         # the acceptance draws are seeded by the request's seed
         assert (a["draft_n"], a["draft_n_accepted"]) == (b["draft_n"], b["draft_n_accepted"])
@@ -79,5 +82,6 @@ def test_bad_speculative_flags_exit_2(flags, message):
         capture_output=True,
         text=True,
         timeout=60,
+        cwd=tempfile.gettempdir(),  # not the repository root, whose source tree has no _core
     )
     assert r.returncode == 2 and message in r.stderr
