@@ -172,14 +172,11 @@ def make_tasks(
     kw["temperature"] = s.temperature if temp is None else temp
     seed = req.seed if req.seed is not None else s.seed
     kw["seed"] = _core.DEFAULT_SEED if seed is None or seed < 0 else seed
-    bias = _logit_bias(model, req.logit_bias) if req.logit_bias else {}
-    if kw.get("ignore_eos"):  # as llama-server: end-of-generation tokens are never sampled
-        bias.update(dict.fromkeys(state.eog_tokens, -math.inf))
     try:
         sampling = make_sampling_params(
             grammar=opts.grammar if opts.grammar is not None else req.grammar,
             json_schema=req.json_schema if opts.grammar is None else None,
-            logit_bias=bias or None,
+            logit_bias=_logit_bias(model, req.logit_bias) if req.logit_bias else None,
             **kw,
         )
     except (ValueError, TypeError) as e:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -58,8 +59,12 @@ def generation_settings(
     if req is not None:
         asked = req.n_predict if req.n_predict is not None else getattr(req, "max_tokens", None)
         n_predict = asked if asked is not None else n_predict
-    # -inf (a banned token) goes out as null, as llama-server's JSON writes it
-    out["logit_bias"] = [{"bias": b, "token": t} for t, b in sampling.logit_bias]
+    # -inf (a banned token) goes out as null, as llama-server's JSON writes it; ignore_eos
+    # bans the end-of-generation tokens (the sampler chain adds those biases itself)
+    bias = list(sampling.logit_bias)
+    if sampling.ignore_eos:
+        bias += [(t, -math.inf) for t in state.eog_tokens]
+    out["logit_bias"] = [{"bias": b, "token": t} for t, b in bias]
     out.update(
         {
             "n_predict": n_predict,

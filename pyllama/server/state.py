@@ -131,7 +131,7 @@ class ServerState:
             "n_params": model.n_params,
             "size": model.size,
         }
-        # ignore_eos bans these, as llama-server (a scan of the vocabulary: ~15 ms at 50k)
+        # what ignore_eos bans, for generation_settings (a vocabulary scan: ~15 ms at 50k)
         self.eog_tokens = [t for t in range(model.n_vocab) if model.is_eog(t)]
         self.bos_text = self._special(model, model.token_bos)
         self.eos_text = self._special(model, model.token_eos)
