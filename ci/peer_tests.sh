@@ -36,7 +36,12 @@
 # Each server runs on its own copy of the suite (so tmp/ files and the LLAMA_CACHE of one
 # run cannot leak into the other), through the same wrapper, ci/peer_server.py, which
 # rewrites --hf-repo/--hf-file/-hf/--model-url/--model-draft... into -m/-md <local gguf>
-# and exec()s the real server.
+# and exec()s the real server. Router mode finds its models in the hub cache instead:
+# each run's LLAMA_CACHE is seeded with copies of the local model under the hub names
+# unit/test_router.py asks for (HUB_SEED), in the layout llama-server downloads into, and
+# a local stand-in for the hub (tests/fake_hub.py, plain HTTP on a free port, one per run)
+# serves the same names, so that the router's POST /models downloads really download:
+# HF_ENDPOINT and MODEL_ENDPOINT point the servers (and their children) at it.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -195,11 +200,70 @@ if [ "$workers" -gt 0 ]; then xdist=(-n "$workers" --dist=worksteal); fi
 to=()
 if "$py" -c "import pytest_timeout" 2>/dev/null; then to=(--timeout "${PEER_TEST_TIMEOUT:-300}"); fi
 
+# Hub models the router tests (unit/test_router.py) find in the server's cache: REPO:TAG FILE.
+# Each file name ends in its tag, so llama.cpp's cache listing names the model REPO:TAG.
+HUB_SEED=(
+  "ggml-org/tinygemma3-GGUF:Q8_0 tinygemma3-Q8_0.gguf"
+  "ggml-org/test-model-stories260K:F32 stories260K-F32.gguf"
+  "ggml-org/test-model-stories260K-infill:F32 stories260K-infill-F32.gguf"
+  "ggml-org/test-model-router-download:F16 test-model-router-download-F16.gguf"
+)
+
+seed_hub_cache() {  # cache-dir: the local model under each HUB_SEED name, in the hub's layout
+  local cache="$1" entry repo file commit dir
+  for entry in "${HUB_SEED[@]}"; do
+    repo="${entry%%:*}"
+    file="${entry#* }"
+    commit="$(printf '%s' "$repo" | sha1sum | cut -c1-40)"  # any 40 hex digits will do
+    dir="$cache/models--${repo//\//--}"
+    mkdir -p "$dir/refs" "$dir/snapshots/$commit"
+    printf '%s' "$commit" >"$dir/refs/main"
+    # a copy, not a link: a test's DELETE /models removes it, never the original
+    cp --reflink=auto "$local_model" "$dir/snapshots/$commit/$file"
+  done
+}
+
+hub_pid=""
+hub_url=""
+start_fake_hub() {  # work-dir: tests/fake_hub.py serving HUB_SEED; sets hub_pid and hub_url
+  local w="$1" entry serve=() i
+  for entry in "${HUB_SEED[@]}"; do  # its commits are seed_hub_cache's (sha1 of the name)
+    serve+=(--serve "${entry%%:*}=${entry#* }=$local_model")
+  done
+  # its output goes to a file: run_one's stdout is read by $(...), which would wait for it
+  "$py" "$root/tests/fake_hub.py" --port 0 --port-file "$w/fake-hub.port" "${serve[@]}" \
+    </dev/null >"$w/fake-hub.log" 2>&1 &
+  hub_pid=$!
+  for i in $(seq 1 600); do
+    if [ -s "$w/fake-hub.port" ]; then
+      hub_url="http://127.0.0.1:$(cat "$w/fake-hub.port")"
+      return 0
+    fi
+    kill -0 "$hub_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "the fake hub did not start (log: $w/fake-hub.log)" >&2
+  return 1
+}
+
+stop_fake_hub() {
+  if [ -n "$hub_pid" ]; then
+    kill "$hub_pid" 2>/dev/null || true
+    wait "$hub_pid" 2>/dev/null || true
+    hub_pid=""
+  fi
+}
+
 run_one() {  # name real-server-binary -> prints "name|junit|bin|rc"
   local name="$1" bin="$2" w="$work/$1"
   rm -rf "$w"
   # Mirror the layout the tests assume (../../../models/templates, ../../../tools/mtmd).
   mkdir -p "$w/suite/tools/server" "$w/llama-cache"
+  seed_hub_cache "$w/llama-cache"
+  # run_one runs in a subshell ($(...)): these traps stop its fake hub however it ends
+  trap stop_fake_hub EXIT
+  trap 'exit 130' INT TERM
+  start_fake_hub "$w" || exit 2
   cp -r "$suite" "$w/suite/tools/server/tests"
   rm -rf "$w/suite/tools/server/tests/tmp" "$w/suite/tools/server/tests/.pytest_cache"
   mkdir -p "$w/suite/tools/server/tests/tmp"
@@ -224,9 +288,11 @@ run_one() {  # name real-server-binary -> prints "name|junit|bin|rc"
   (cd "$w/suite/tools/server/tests" &&
     LLAMA_SERVER_BIN_PATH="$root/ci/peer_server.py" PEER_REAL_SERVER="$bin" \
     PEER_LOCAL_MODEL="$local_model" LLAMA_CACHE="$w/llama-cache" PORT="$port_base" \
+    HF_ENDPOINT="$hub_url" MODEL_ENDPOINT="$hub_url" \
     timeout -s INT -k 120 "$run_timeout" "$py" -m pytest -m "not slow" -v -p no:cacheprovider \
       "${xdist[@]}" "${to[@]}" --junitxml="$w/junit.xml" -o junit_family=xunit1 \
       "${extra[@]}" >"$w/pytest.log" 2>&1) || rc=$?
+  stop_fake_hub
   tail -n 3 "$w/pytest.log" >&2
   echo "$name|$w/junit.xml|$bin|$rc"
 }

@@ -3,13 +3,18 @@ by their ``model`` field; loading, unloading, eviction past --models-max, preset
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx as http
 import openai
 import pytest
-from conftest import running_server
+from conftest import SERVER_PIDS, running_server
 
 KEY = "router-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -156,3 +161,74 @@ def test_a_client_that_leaves_cancels_the_childs_task(router):
             break
         assert time.monotonic() - t0 < 10, "the child still generates for a client that left"
         time.sleep(0.1)
+
+
+def test_a_request_waits_for_a_slot_instead_of_evicting_a_busy_model(router):
+    """--models-max 1 and the one model mid-stream: a request for another model queues
+    (no 503, no eviction), may give up while it waits, and is served once the stream ends."""
+    body = {"model": "nested", "prompt": "Count:", "n_predict": 2000, "ignore_eos": True}
+    other = {"model": "smol-a", "prompt": "Hi", "n_predict": 2}
+    done: dict[str, http.Response] = {}
+    with http.stream(
+        "POST", router + "/completion", json={**body, "stream": True}, headers=AUTH, timeout=60
+    ) as r:
+        lines = r.iter_lines()  # kept: a dropped iterator closes the connection
+        assert next(lines).startswith("data: ")
+        with pytest.raises(http.ReadTimeout):
+            http.post(router + "/completion", json=other, headers=AUTH, timeout=1)
+        waiter = threading.Thread(
+            target=lambda: done.update(
+                r=http.post(router + "/completion", json=other, headers=AUTH, timeout=120)
+            )
+        )
+        waiter.start()
+        time.sleep(1)
+        status = _status(router)
+        assert (status["nested"], status["smol-a"]) == ("loaded", "unloaded")
+    waiter.join(120)  # the stream's end frees the slot
+    assert done["r"].status_code == 200 and done["r"].json()["tokens_predicted"] == 2
+    status = _status(router)
+    assert (status["nested"], status["smol-a"]) == ("unloaded", "loaded")
+
+
+def _children(pid: int) -> list[int]:
+    """Live processes whose parent is ``pid`` (a zombie counts as gone)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_router_killed_outright_leaves_no_child_behind(models_dir):
+    """SIGKILL gives the router no chance to stop its children: they stop on their own."""
+    args = ["--models-dir", str(models_dir), "-t", "2", "-c", "1024", "-np", "1"]
+    child = 0
+    try:
+        with running_server(*args) as url:
+            assert http.post(url + "/models/load", json={"model": "smol-a"}).json()["success"]
+            _wait_status(url, "smol-a", "loaded")
+            router = SERVER_PIDS[url]
+            children = _children(router)
+            assert len(children) == 1
+            child = children[0]
+            assert b"pyllama.server" in Path(f"/proc/{child}/cmdline").read_bytes()
+            os.kill(router, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while _alive(child):
+                assert time.monotonic() < deadline, "the child outlived its router"
+                time.sleep(0.1)
+    finally:
+        if child and _alive(child):  # the test failed: leave nothing running
+            os.kill(child, signal.SIGKILL)

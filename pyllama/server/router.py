@@ -5,15 +5,19 @@ Started with a router flag (``--models-dir``, ``--models-preset``, ``--models-ma
 ``model``, or ``?model=`` for GET routes) and is proxied, streamed as it comes, to that
 model's child, which is loaded first when autoload is on (per request: ``?autoload=``).
 ``/models`` lists every known model with its status; ``/models/load``,
-``/models/unload`` and ``DELETE /models`` manage them, as llama-server's router.
+``/models/unload``, ``POST /models`` (download from the hub into llama.cpp's cache) and
+``DELETE /models`` (remove from the cache) manage them, and ``/models/sse`` streams their
+status changes and download progress, as llama-server's router. As there, ``POST /models``
+fetches from the hub even under ``--offline``; nothing else the router does goes to the
+network (see ``router_models``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,9 +28,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from pyllama.server import cors_proxy
+from pyllama.server.auth import ApiKeyMiddleware
 from pyllama.server.errors import APIError, handle_api_error, handle_http_error
 from pyllama.server.http import json_body, json_response
-from pyllama.server.router_models import ModelEntry, ModelTable
+from pyllama.server.router_models import FAKE_DELAY_S, ModelEntry, ModelTable
 from pyllama.server.settings import Settings
 from pyllama.server.tools import routes as tool_routes
 from pyllama.server.tools.registry import ToolBox
@@ -93,15 +98,23 @@ def _named(name: Any) -> str:
 
 async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response:
     table = _table(request)
-    if not entry.running and not _autoload(request, request.app.state.settings):
+    autoload = _autoload(request, request.app.state.settings)
+    if entry.status in ("downloading", "downloaded"):
+        raise APIError(400, f"model '{entry.name}' is downloading")
+    if not entry.running and not autoload:
         raise APIError(400, "model is not loaded")
+    if autoload:  # waits in the queue for a slot when every one is taken
+        await table.ensure_ready(entry, request.is_disconnected)
+    if not entry.running:
+        raise APIError(400, f"model name={entry.name} is not running")
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP]
     params = [(k, v) for k, v in request.query_params.multi_items() if k != "autoload"]
     entry.busy += 1  # from here on, loading another model never evicts this one
-    entry.last_used = time.monotonic()
+    if request.method == "POST":  # as llama-server: only POST requests count as a use
+        entry.last_used = time.monotonic()
     try:
-        if not entry.running:
-            await table.load(entry)
+        if table.fake_timing:
+            await asyncio.sleep(FAKE_DELAY_S)
         await table.wait_ready(entry)
         url = f"http://127.0.0.1:{entry.port}{request.url.path}"
         req = table.client.build_request(
@@ -109,10 +122,10 @@ async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response
         )
         upstream = await table.client.send(req, stream=True)
     except BaseException:
-        entry.busy -= 1
+        table.release(entry)
         raise
     out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROP}
-    return _Relay(upstream, entry, out_headers)
+    return _Relay(upstream, table, entry, out_headers)
 
 
 class _Relay(StreamingResponse):
@@ -121,9 +134,16 @@ class _Relay(StreamingResponse):
     before the first byte (a generator's ``finally`` would not run if it never started).
     Closing that connection makes the child cancel its task."""
 
-    def __init__(self, upstream: httpx.Response, entry: ModelEntry, headers: dict[str, str]):
+    def __init__(
+        self,
+        upstream: httpx.Response,
+        table: ModelTable,
+        entry: ModelEntry,
+        headers: dict[str, str],
+    ):
         super().__init__(upstream.aiter_raw(), status_code=upstream.status_code, headers=headers)
         self.upstream = upstream
+        self.table = table
         self.entry = entry
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -131,8 +151,7 @@ class _Relay(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             await self.upstream.aclose()
-            self.entry.busy -= 1
-            self.entry.last_used = time.monotonic()
+            self.table.release(self.entry)
 
 
 async def proxy_post(request: Request) -> Response:
@@ -174,6 +193,8 @@ def _describe(entry: ModelEntry) -> dict[str, Any]:
     if entry.status == "failed":
         status["exit_code"] = entry.exit_code
         status["failed"] = True
+    if entry.status == "downloading":  # url -> {"done": bytes, "total": bytes}
+        status["progress"] = dict(entry.progress)
     return {
         "id": entry.name,
         "aliases": entry.aliases,
@@ -191,16 +212,33 @@ def _describe(entry: ModelEntry) -> dict[str, Any]:
 async def models(request: Request) -> Response:
     table = _table(request)
     if request.query_params.get("reload"):
-        table.reload()
-    return json_response({"object": "list", "data": [_describe(e) for e in table.models.values()]})
+        await table.reload()
+    data = [_describe(e) for e in table.models.values() if not e.hidden]
+    return json_response({"object": "list", "data": data})
+
+
+def _require_key(request: Request) -> None:
+    """``/models`` answers GET without a key (a public listing), so the methods that change
+    the cache check the key here."""
+    keys = request.app.state.settings.api_keys
+    if keys and not ApiKeyMiddleware(None, keys)._allowed(request.scope):
+        raise APIError(401, "Invalid API Key")
+
+
+def _model_param(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise APIError(400, "model must be a non-empty string")
+    return value
 
 
 async def load(request: Request) -> Response:
     table = _table(request)
     name = _named((await json_body(request)).get("model"))
-    entry = table.models.get(name)
+    entry = table.lookup(name)
     if entry is None:
         raise APIError(404, "model is not found")
+    if entry.status in ("downloading", "downloaded"):
+        raise APIError(400, f"model '{entry.name}' is downloading")
     if entry.running:
         raise APIError(400, "model is already running")
     await table.load(entry)
@@ -210,22 +248,57 @@ async def load(request: Request) -> Response:
 async def unload(request: Request) -> Response:
     table = _table(request)
     entry = table.get(_named((await json_body(request)).get("model")))
-    if not entry.running:
+    if not entry.running and entry.status != "downloading":
         raise APIError(400, "model is not running")
-    await table.unload(entry)
+    await table.unload(entry)  # a download in flight is cancelled
+    return json_response({"success": True})
+
+
+async def download(request: Request) -> Response:
+    """``POST /models``: start fetching a hub model; ``/models/sse`` tells how it goes."""
+    _require_key(request)
+    name = _model_param((await json_body(request)).get("model"))
+    _table(request).start_download(name)
     return json_response({"success": True})
 
 
 async def delete(request: Request) -> Response:
+    _require_key(request)
     table = _table(request)
-    entry = table.get(_named(request.query_params.get("model")))
-    if entry.source != "cache" or entry.path is None:
-        raise APIError(400, "only models in pyllama's cache can be removed")
-    if entry.running:
-        await table.unload(entry)
-    Path(entry.path).unlink(missing_ok=True)
-    table.reload()
+    name = _model_param(request.query_params.get("model"))
+    entry = table.lookup(name)
+    if entry is None:
+        raise APIError(404, f"model name={name} is not found")
+    if entry.source != "cache":
+        raise APIError(400, f"model name={name} is not removable (not from cache)")
+    await table.remove(entry)
     return json_response({"success": True})
+
+
+async def models_sse(request: Request) -> Response:
+    """Status changes and download progress, one ``data: {"model", "event", "data"}``
+    line per event, as llama-server's ``/models/sse``. The subscriber is registered before
+    the response starts, so an event caused after the client saw the headers reaches it."""
+    table = _table(request)
+    queue = table.events.subscribe()
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), 1.0)
+                except asyncio.TimeoutError:
+                    if await request.is_disconnected():
+                        return
+                    continue
+                if item is None:  # shutting down, or a reader that fell too far behind
+                    return
+                yield item
+        finally:
+            table.events.unsubscribe(queue)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
 def create_router_app(
@@ -255,6 +328,8 @@ def create_router_app(
         Route("/v1/models", models, methods=["GET"]),
         Route("/models/load", load, methods=["POST"]),
         Route("/models/unload", unload, methods=["POST"]),
+        Route("/models/sse", models_sse, methods=["GET"]),
+        Route("/models", download, methods=["POST"]),
         Route("/models", delete, methods=["DELETE"]),
         *(Route(p, proxy_post, methods=["POST"]) for p in POST_ROUTES),
         *(Route(p, proxy_get, methods=["GET"]) for p in GET_ROUTES),
