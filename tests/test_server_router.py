@@ -232,3 +232,28 @@ def test_a_router_killed_outright_leaves_no_child_behind(models_dir):
     finally:
         if child and _alive(child):  # the test failed: leave nothing running
             os.kill(child, signal.SIGKILL)
+
+
+def test_sigterm_ends_open_model_event_streams(models_dir):
+    """An open /models/sse stream never ends by itself: SIGTERM must not wait on it."""
+    args = ["--models-dir", str(models_dir), "-t", "2", "-c", "1024", "-np", "1"]
+    with running_server(*args) as url:
+        router = SERVER_PIDS[url]
+        opened = threading.Event()
+
+        def listen() -> None:
+            with http.Client(timeout=120) as client, client.stream("GET", url + "/models/sse") as r:
+                opened.set()
+                for _ in r.iter_lines():
+                    pass
+
+        reader = threading.Thread(target=listen, daemon=True)
+        reader.start()
+        assert opened.wait(30)
+        t0 = time.monotonic()
+        os.kill(router, signal.SIGTERM)
+        reader.join(30)
+        assert not reader.is_alive(), "the event stream stayed open after SIGTERM"
+        while _alive(router):
+            assert time.monotonic() - t0 < 4, "the router waited for the open event stream"
+            time.sleep(0.05)

@@ -175,19 +175,23 @@ def serve(settings: Settings) -> int:
     for host in hosts:
         where = host if host.endswith(".sock") else f"http://{host}:{settings.port}"
         print(f"pyllama-server: listening on {where}", flush=True)
-    server = _server_class(tools)(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
+    server = _server_class(tools, app)(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
     server.run(sockets=sockets)
     return 0 if server.started else 1
 
 
-def _server_class(tools: ToolBox | None) -> type:
+def _server_class(tools: ToolBox | None, app: Starlette) -> type:
     import uvicorn
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
-            # before uvicorn waits for open requests: an MCP call in flight returns now
+            # before uvicorn waits for open requests: an MCP call in flight returns now,
+            # and the app ends the streams that would never end by themselves
             if tools is not None:
                 tools.shutdown()
+            on_exit = getattr(app.state, "on_exit_signal", None)
+            if on_exit is not None:
+                on_exit()
             super().handle_exit(sig, frame)
 
         @contextlib.contextmanager

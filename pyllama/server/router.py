@@ -306,13 +306,18 @@ def create_router_app(
 ) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.models = ModelTable(
+        app.state.models = table = ModelTable(
             settings.child_args,
             settings.models_dir,
             settings.models_preset,
             settings.models_max,
             verbose=settings.verbose,
         )
+        # uvicorn waits for open responses before the lifespan ends: a SIGTERM ends the
+        # /models/sse streams first (the signal handler runs on this loop's thread, between
+        # two callbacks, so it only schedules the close)
+        loop = asyncio.get_running_loop()
+        app.state.on_exit_signal = lambda: loop.call_soon_threadsafe(table.events.close)
         try:
             yield
         finally:
