@@ -131,7 +131,7 @@ class ModelTable:
             if (e.running or e.stopping) and (name not in found or not e.same_source(found[name]))
         ]
         await asyncio.gather(*(self.unload(e) for e in stale))
-        self._merge(self._scan() if stale else found)
+        self._merge(found)  # unloading changes no source: the scan above still holds
         self.events.publish("models_reload", "*")
         self.queue.notify()
 
