@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from pyllama.llama import Llama
+from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.models import demo_model
 
 
@@ -22,7 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chat", action="store_true", help="send the prompt as a user chat message")
     args = ap.parse_args(argv)
 
-    llm = Llama(args.model or demo_model(), n_ctx=2048, n_threads=args.threads)
+    path = args.model
+    try:
+        path = path or demo_model()
+        check_model_file(path)
+        with quiet_load():
+            llm = Llama(path, n_ctx=2048, n_threads=args.threads)
+    except Exception as e:  # one line saying which file and why, not a traceback
+        print(f"pyllama: {load_failure(path, e)}", file=sys.stderr)
+        return 1
     if args.chat:
         msgs = [{"role": "user", "content": args.prompt}]
         for chunk in llm.create_chat_completion(

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from pyllama._extras import MissingExtraError, require
+
 __all__ = ["convert", "read_safetensors"]
 
 # llama.cpp's converter names the pre-tokenizer from a hash of the HF tokenizer's output on
@@ -76,13 +78,9 @@ _SKIPPED = ("embeddings.position_ids", "pooler.", "cls.")  # unused for embeddin
 
 
 def _gguf() -> Any:
-    try:
-        import gguf
-    except ImportError as e:  # an optional dependency: pip install 'pyllama[convert]'
-        raise ImportError(
-            "converting a model to GGUF needs the 'gguf' package: "
-            "pip install gguf  (or pip install 'pyllama[convert]')"
-        ) from e
+    require("convert", "converting a model to GGUF")
+    import gguf
+
     return gguf
 
 
@@ -339,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m pyllama.convert_bert MODEL_DIR OUT.gguf", file=sys.stderr)
         return 2
-    print(convert(args[0], args[1]))
+    try:
+        print(convert(args[0], args[1]))
+    except MissingExtraError as e:
+        print(f"pyllama.convert_bert: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyllama._extras import require
+
 __all__ = [
     "DEMO_MODEL",
     "EMBEDDING_MODEL",
@@ -210,6 +212,7 @@ def embedding_model(*, offline: bool = False, quiet: bool = False) -> str:
     target = cache_dir() / "models" / EMBEDDING_GGUF
     if target.is_file():
         return str(target)
+    require("convert", "embedding_model()")  # before a download it could not convert
     src = fetch_files(EMBEDDING_MODEL, offline=offline, quiet=quiet)
     from pyllama.convert_bert import convert  # imports gguf, an optional dependency
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from pyllama.model_file import ModelFileError, check_model_file
 from pyllama.server import (
     admin,
     anthropic,
@@ -134,56 +136,86 @@ def _middleware(settings: Settings) -> list[Middleware]:
 
 
 def serve(settings: Settings) -> int:
+    """Run the server until a signal ends it (0), or until it cannot listen or its model
+    cannot be loaded (1, with one line on stderr saying why)."""
     import uvicorn
 
     from pyllama import _core
 
     _core.set_log_level(1 if settings.verbose else 3)  # ggml levels: debug 1 ... error 4
+    if not settings.router:
+        try:  # a mistyped path fails before anything listens
+            for path in (settings.model, settings.model_draft):
+                if path is not None:
+                    check_model_file(path)
+        except ModelFileError as e:
+            return _fail(str(e))
     hosts = split_hosts(settings.host)
-    sockets = None
-    if len(hosts) > 1 or hosts[0].endswith(".sock"):
-        try:
-            sockets = bind_all(hosts, settings.port)
-        except OSError as e:
-            print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
-            return 1
+    try:
+        # bound here rather than by uvicorn: a port in use is one clear line, and
+        # "listening on" is printed only once every socket is bound
+        sockets = bind_all(hosts, settings.port)
+    except OSError as e:
+        return _fail(str(e))
     try:
         tools = tools_from_settings(settings)
-    except ValueError as e:
-        print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
-        return 1
-    try:
+        state = None if settings.router else ServerState(settings)
         if settings.router:
             from pyllama.server.router import create_router_app
 
             app = create_router_app(settings, _middleware(settings), tools)
         else:
-            app = create_app(settings, tools=tools)
-    except ValueError as e:  # AIP_PREDICT_ROUTE naming an existing route
-        print(f"pyllama-server: {e}", file=sys.stderr, flush=True)
-        return 1
+            app = create_app(settings, state=state, tools=tools)
+    except ValueError as e:  # a bad tool flag, AIP_PREDICT_ROUTE naming an existing route
+        for sock in sockets:
+            sock.close()
+        return _fail(str(e))
     config: dict[str, Any] = {
         "http": title_case_protocol(),
-        "host": hosts[0],
-        "port": settings.port,
         "log_level": "info" if settings.verbose else "warning",
         "timeout_keep_alive": 30,
     }
     if settings.ssl_key_file or settings.ssl_cert_file:
         config["ssl_keyfile"] = settings.ssl_key_file
         config["ssl_certfile"] = settings.ssl_cert_file
-    for host in hosts:
-        where = host if host.endswith(".sock") else f"http://{host}:{settings.port}"
-        print(f"pyllama-server: listening on {where}", flush=True)
-    server = _server_class(tools, app)(uvicorn.Config(app, timeout_graceful_shutdown=5, **config))
+    tcp = [s for s in sockets if s.family != socket.AF_UNIX]
+    port = tcp[0].getsockname()[1] if tcp else settings.port  # the real one for --port 0
+    where = [h if h.endswith(".sock") else f"http://{_bracket(h)}:{port}" for h in hosts]
+    server = _server_class(tools, app, where)(
+        uvicorn.Config(app, timeout_graceful_shutdown=5, **config)
+    )
+    if state is not None:
+
+        def load_failed(message: str) -> None:  # on the event loop, so exit() is safe
+            _fail(message)
+            server.should_exit = True
+
+        state.on_load_error = load_failed
     server.run(sockets=sockets)
+    if state is not None and state.load_error:
+        return 1
     return 0 if server.started else 1
 
 
-def _server_class(tools: ToolBox | None, app: Starlette) -> type:
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _fail(message: str) -> int:
+    print(f"pyllama-server: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+def _server_class(tools: ToolBox | None, app: Starlette, where: list[str]) -> type:
     import uvicorn
 
     class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and not self.should_exit:
+                for address in where:
+                    print(f"pyllama-server: listening on {address}", flush=True)
+
         def handle_exit(self, sig: int, frame: Any) -> None:
             # before uvicorn waits for open requests: an MCP call in flight returns now,
             # and the app ends the streams that would never end by themselves

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
-from pyllama.server.gcp import GcpSettings
-from pyllama.server.settings import Settings
+from pyllama.server.settings import GcpSettings, Settings
 
 __all__ = ["main", "parse_args"]
 
@@ -575,7 +575,12 @@ def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tupl
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings = parse_args(argv)
+    settings = parse_args(argv)  # this module imports only the standard library: --help works
+    try:
+        require("server", "pyllama-server")
+    except MissingExtraError as e:
+        print(f"pyllama-server: {e}", file=sys.stderr)
+        return 1
     from pyllama.server.app import serve
 
     return serve(settings)

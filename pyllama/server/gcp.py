@@ -11,8 +11,6 @@ the reply is ``{"predictions": [...]}``, one body (or error) per instance, in or
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -22,34 +20,11 @@ from starlette.routing import Route
 
 from pyllama.server.errors import APIError, error_body
 from pyllama.server.http import json_body, json_response
+from pyllama.server.settings import GcpSettings
 
-__all__ = ["GcpSettings", "gcp_alias", "gcp_routes"]
+__all__ = ["gcp_alias", "gcp_routes"]
 
 MAX_INSTANCES = 128
-
-
-@dataclass(frozen=True)
-class GcpSettings:
-    predict_route: str = "/predict"
-    health_route: str = ""
-    port: int | None = None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> GcpSettings | None:
-        """None unless ``AIP_MODE`` is ``PREDICTION``."""
-        if environ.get("AIP_MODE") != "PREDICTION":
-            return None
-
-        def route(name: str, default: str) -> str:
-            value = environ.get(name) or default
-            return value if not value or value.startswith("/") else "/" + value
-
-        port = environ.get("AIP_HTTP_PORT")
-        return cls(
-            route("AIP_PREDICT_ROUTE", "/predict"),
-            route("AIP_HEALTH_ROUTE", ""),
-            int(port) if port else None,
-        )
 
 
 def gcp_alias(path: str) -> str:

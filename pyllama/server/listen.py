@@ -1,9 +1,9 @@
 """Listening sockets for ``--host a,b,...``: several TCP addresses and UNIX socket paths.
 
-One host goes to uvicorn as is; several are bound here and handed to ``Server.run(sockets=)``
-(uvicorn's own config takes a single host). As llama-server: with several TCP addresses,
-``::`` binds IPv6 only, so ``0.0.0.0,::`` does not collide; a host ending in ``.sock`` is
-a UNIX socket path.
+Every host is bound here and handed to uvicorn's ``Server.run(sockets=)``: its own config
+takes a single host, and a port in use is then reported before anything says it listens. As llama-server: with several TCP
+addresses, ``::`` binds IPv6 only, so ``0.0.0.0,::`` does not collide (alone it takes IPv4
+too); a host ending in ``.sock`` is a UNIX socket path.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def split_hosts(value: str) -> list[str]:
     return [h.strip() for h in value.split(",") if h.strip()]
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, v6only: bool) -> socket.socket:
     if host.endswith(".sock"):
         if os.path.exists(host):
             os.unlink(host)  # a stale socket file from an earlier run
@@ -30,7 +30,7 @@ def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if family == socket.AF_INET6:
-        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, int(v6only))
     sock.bind((host, port))
     return sock
 
@@ -40,7 +40,7 @@ def bind_all(hosts: list[str], port: int) -> list[socket.socket]:
     socks: list[socket.socket] = []
     try:
         for host in hosts:
-            sock = _bind(host, port)
+            sock = _bind(host, port, v6only=len(hosts) > 1)
             socks.append(sock)
             sock.listen(2048)
             sock.set_inheritable(True)

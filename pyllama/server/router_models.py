@@ -41,6 +41,7 @@ __all__ = ["FAKE_DELAY_S", "Events", "ModelEntry", "ModelTable"]
 
 READY_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 10.0  # a child that ignores SIGTERM this long is killed
+CHILD_PREFIX = "pyllama-server: "  # how a child's own messages start
 FAKE_DELAY_S = 2.0  # LLAMA_SERVER_DEBUG_FAKE_TIMING: what llama-server's tests rely on
 
 
@@ -281,11 +282,15 @@ class ModelTable:
         """Start the child, mark it loaded when /health says so, and record its end."""
         out = None if self.verbose else asyncio.subprocess.DEVNULL
         try:
-            proc = await asyncio.create_subprocess_exec(*cmd, stdout=out, stderr=out)
+            proc = await asyncio.create_subprocess_exec(
+                *cmd, stdout=out, stderr=asyncio.subprocess.PIPE, limit=1 << 20
+            )
         except OSError as e:
             self._ended(entry, None, 1, f"could not start the model's server: {e}")
             return
         entry.proc = proc
+        assert proc.stderr is not None
+        said = asyncio.get_running_loop().create_task(self._child_errors(proc.stderr))
         if entry.stopping:  # unloaded while it was being started
             self._terminate(entry)
         url = f"http://127.0.0.1:{entry.port}/health"
@@ -305,7 +310,20 @@ class ModelTable:
                 break
             await asyncio.sleep(0.1)
         code = await proc.wait()
-        self._ended(entry, proc, code, "")
+        self._ended(entry, proc, code, await said)
+
+    async def _child_errors(self, stderr: asyncio.StreamReader) -> str:
+        """Drain a child's stderr (echoed with -v) until it closes; return the last line
+        the child said about itself ("pyllama-server: cannot load model ..."), which
+        becomes the model's load error."""
+        last = ""
+        async for raw in stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if self.verbose:
+                print(line, file=sys.stderr, flush=True)
+            if line.startswith(CHILD_PREFIX):
+                last = line[len(CHILD_PREFIX) :]
+        return last
 
     def _ended(
         self, entry: ModelEntry, proc: asyncio.subprocess.Process | None, code: int, why: str

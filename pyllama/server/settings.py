@@ -3,11 +3,36 @@ or by code embedding the server (``create_app(settings=Settings(model=...))``)."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pyllama.server.gcp import GcpSettings
+__all__ = ["GcpSettings", "Settings"]
 
-__all__ = ["Settings"]
+
+@dataclass(frozen=True)
+class GcpSettings:
+    """Vertex AI's prediction mode, from the AIP_* variables (its routes: ``gcp.py``)."""
+
+    predict_route: str = "/predict"
+    health_route: str = ""
+    port: int | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> GcpSettings | None:
+        """None unless ``AIP_MODE`` is ``PREDICTION``."""
+        if environ.get("AIP_MODE") != "PREDICTION":
+            return None
+
+        def route(name: str, default: str) -> str:
+            value = environ.get(name) or default
+            return value if not value or value.startswith("/") else "/" + value
+
+        port = environ.get("AIP_HTTP_PORT")
+        return cls(
+            route("AIP_PREDICT_ROUTE", "/predict"),
+            route("AIP_HEALTH_ROUTE", ""),
+            int(port) if port else None,
+        )
 
 
 @dataclass

@@ -7,18 +7,23 @@ The model loads on a worker thread after the HTTP socket is up, so /health can a
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pyllama import _core
 from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
+from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server.errors import APIError
 from pyllama.server.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
 __all__ = ["ServerState"]
+
+log = logging.getLogger("pyllama.server")
 
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
@@ -37,6 +42,9 @@ class ServerState:
         self.n_ctx_slot = 0
         self.n_parallel = 0
         self.load_error: str | None = None
+        # called on the event loop with load_error's text when the model cannot be loaded;
+        # ``serve`` sets it to end the process (else every request answers 500 with it)
+        self.on_load_error: Callable[[str], None] | None = None
         self.started = int(time.time())
         self.info: dict[str, Any] = {}  # model facts, kept while asleep
         self.bos_text = self.eos_text = ""
@@ -67,16 +75,27 @@ class ServerState:
             if self.settings.sleep_idle_seconds >= 0:
                 self._watcher = asyncio.get_running_loop().create_task(self._watch_idle())
         except Exception as e:  # reported by /health and every endpoint
-            self.load_error = f"{type(e).__name__}: {e}"
-            raise
+            self.load_error = load_failure(self.model_path or None, e)
+            if self.on_load_error is not None:
+                self.on_load_error(self.load_error)
+            else:
+                log.error("%s", self.load_error)
 
     def _load_sync(self) -> None:
+        with quiet_load(self.settings.verbose):  # a failure becomes load_error's one line
+            self._load_model()
+
+    def _load_model(self) -> None:
         s = self.settings
         path = s.model
         if path is None:
             from pyllama.models import demo_model
 
             path = demo_model(offline=s.offline)
+        self.model_path = path  # names the file in load_error
+        for file in (path, s.model_draft):
+            if file is not None:
+                check_model_file(file)
         ngl = -1 if s.n_gpu_layers in ("auto", "all") else int(s.n_gpu_layers)
         model = _core.Model(path, n_gpu_layers=ngl)
         n_ctx = s.n_ctx or model.n_ctx_train
@@ -135,7 +154,6 @@ class ServerState:
         self.eog_tokens = [t for t in range(model.n_vocab) if model.is_eog(t)]
         self.bos_text = self._special(model, model.token_bos)
         self.eos_text = self._special(model, model.token_eos)
-        self.model_path = path
         self.model_name = s.model_alias or Path(path).name
         self.n_ctx = n_ctx
         self.n_parallel = n_parallel
@@ -172,7 +190,7 @@ class ServerState:
             try:
                 await asyncio.to_thread(self._load_sync)
             except Exception as e:  # every request then gets a 500 naming the cause
-                self.load_error = f"{type(e).__name__}: {e}"
+                self.load_error = load_failure(self.model_path or None, e)
                 self.sleeping = False
                 return
             assert self._engine_core is not None
@@ -208,7 +226,7 @@ class ServerState:
     def require(self) -> tuple[_core.Model, AsyncEngine]:
         """The model and engine, or 503 while loading (500 if loading failed)."""
         if self.load_error:
-            raise APIError(500, f"the model failed to load: {self.load_error}")
+            raise APIError(500, self.load_error)
         if self.engine is None or self.model is None:
             raise APIError(503, "Loading model")
         return self.model, self.engine
