@@ -8,7 +8,7 @@ import pytest
 from conftest import running_server
 
 from pyllama.server.cli import parse_args
-from pyllama.server.gcp import gcp_alias
+from pyllama.server.protocols.gcp import gcp_alias
 
 ENV = {"AIP_MODE": "PREDICTION", "AIP_HEALTH_ROUTE": "ping", "AIP_PREDICT_ROUTE": "/vertex"}
 

@@ -12,8 +12,8 @@ from derived_models import FIM_TOKENS, fim_model, rerank_model
 
 from pyllama import _core
 from pyllama.models import embedding_model
-from pyllama.server.infill import infill_tokens
-from pyllama.server.rerank import rerank_tokens
+from pyllama.server.protocols.native.infill import infill_tokens
+from pyllama.server.protocols.native.rerank import rerank_tokens
 
 http = httpx.Client(timeout=120.0)
 DOCS = ["A cat sat on the mat.", "Stock markets fell today.", "Kittens are young cats."]

@@ -30,8 +30,12 @@ from openai.types.responses import (
 from test_server_tools import TIME as CHAT_TIME
 from test_server_tools import WEATHER as CHAT_WEATHER
 
-from pyllama.server.errors import APIError
-from pyllama.server.response_store import MAX_STORED_RESPONSES, ResponseStore, StoredResponse
+from pyllama.server.http.errors import APIError
+from pyllama.server.protocols.responses.store import (
+    MAX_STORED_RESPONSES,
+    ResponseStore,
+    StoredResponse,
+)
 
 ASK = "Name three colors."
 # the chat tests' tools, in the Responses API's flat shape

@@ -19,26 +19,23 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from pyllama.model_file import ModelFileError, check_model_file
-from pyllama.server import (
-    admin,
-    anthropic,
-    cors_proxy,
-    infill,
-    native,
-    ollama,
-    openai,
-    rerank,
-    responses,
-)
-from pyllama.server.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddleware
-from pyllama.server.cors import CorsMiddleware
-from pyllama.server.errors import APIError, error_response, handle_api_error, handle_http_error
-from pyllama.server.gcp import gcp_routes
-from pyllama.server.header_case import title_case_protocol
-from pyllama.server.listen import bind_all, split_hosts
+from pyllama.server.http.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddleware
+from pyllama.server.http.cors import CorsMiddleware
+from pyllama.server.http.errors import APIError, error_response, handle_api_error, handle_http_error
+from pyllama.server.http.header_case import title_case_protocol
+from pyllama.server.http.listen import bind_all, split_hosts
+from pyllama.server.ops import admin
+from pyllama.server.ops.sleep import WakeMiddleware
+from pyllama.server.protocols.anthropic import routes as anthropic
+from pyllama.server.protocols.gcp import gcp_routes
+from pyllama.server.protocols.native import infill, rerank
+from pyllama.server.protocols.native import routes as native
+from pyllama.server.protocols.ollama import routes as ollama
+from pyllama.server.protocols.openai import routes as openai
+from pyllama.server.protocols.responses import routes as responses
 from pyllama.server.settings import Settings
-from pyllama.server.sleep import WakeMiddleware
 from pyllama.server.state import ServerState
+from pyllama.server.tools import proxy as cors_proxy
 from pyllama.server.tools import routes as tool_routes
 from pyllama.server.tools.registry import ToolBox
 
@@ -161,7 +158,7 @@ def serve(settings: Settings) -> int:
         tools = tools_from_settings(settings)
         state = None if settings.router else ServerState(settings)
         if settings.router:
-            from pyllama.server.router import create_router_app
+            from pyllama.server.router.app import create_router_app
 
             app = create_router_app(settings, _middleware(settings), tools)
         else:

@@ -17,8 +17,8 @@ from pyllama import _core
 from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.model_file import check_model_file, load_failure, quiet_load
-from pyllama.server.errors import APIError
-from pyllama.server.metrics import MetricsBook
+from pyllama.server.http.errors import APIError
+from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
 __all__ = ["ServerState"]

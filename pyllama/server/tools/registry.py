@@ -8,8 +8,8 @@ from typing import Any
 
 from pyllama.server.tools.base import HEADER_PARAMS, Tool, ToolNotFound, ToolStream
 from pyllama.server.tools.builtin import build_builtin
-from pyllama.server.tools.mcp import McpManager, McpToolDef
-from pyllama.server.tools.mcp_config import load_mcp_configs
+from pyllama.server.tools.mcp.client import McpManager, McpToolDef
+from pyllama.server.tools.mcp.config import load_mcp_configs
 from pyllama.server.tools.runtime import ToolsRuntime, make_runtime
 
 __all__ = ["McpTool", "ToolBox"]

@@ -18,8 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pyllama.server.errors import APIError, feature_disabled
-from pyllama.server.http import json_body, json_response, sse, sse_response
+from pyllama.server.http.errors import APIError, feature_disabled
+from pyllama.server.http.wire import json_body, json_response, sse, sse_response
 from pyllama.server.tools.base import HEADER_PARAMS, Tool, ToolNotFound, ToolStream
 from pyllama.server.tools.params import ToolParamError
 from pyllama.server.tools.registry import ToolBox

@@ -1,0 +1,99 @@
+"""Request bodies in, JSON and SSE out: orjson everywhere, pydantic for validation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from pyllama.server.http.errors import APIError
+
+__all__ = [
+    "AnyObject",
+    "Body",
+    "describe_validation",
+    "json_body",
+    "json_response",
+    "parse",
+    "sse",
+    "sse_response",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Body(BaseModel):
+    """A request body's model: fields it does not declare are kept and ignored, as
+    llama-server ignores them."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class AnyObject(Body):
+    """Any JSON object (endpoints that take free-form settings)."""
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+
+
+def describe_validation(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"]) or "body"
+        parts.append(f"'{loc}': {err['msg']}")
+    return "invalid request: " + "; ".join(parts)
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The body as a JSON object: 415 for another content type, 400 if it is not one."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+        raise APIError(415, f"expected Content-Type application/json, got '{ctype}'")
+    body = await request.body()
+    try:
+        data = orjson.loads(body) if body else {}
+    except orjson.JSONDecodeError as e:
+        raise APIError(400, f"the body is not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise APIError(400, "the body must be a JSON object")
+    return data
+
+
+async def parse(request: Request, model: type[M]) -> M:
+    """The JSON body validated into ``model``; 400 with the field at fault otherwise."""
+    data = await json_body(request)
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise APIError(400, describe_validation(e)) from e
+
+
+def sse(data: Any) -> bytes:
+    return b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+def sse_response(
+    chunks: AsyncIterator[bytes], on_error: Callable[[APIError], bytes] | None = None
+) -> StreamingResponse:
+    """Starlette cancels ``chunks`` when the client goes away; its ``finally`` blocks
+    close the task streams, which cancels the engine tasks and frees their slots. An
+    error after the first byte travels as an event: ``on_error`` writes it (default:
+    llama-server's envelope as a ``data:`` line)."""
+
+    async def guarded() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except APIError as e:
+            yield on_error(e) if on_error is not None else sse(e.body())
+
+    return StreamingResponse(
+        guarded(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,237 @@
+"""A chat turn planned: messages to prompt tokens through the template, with the tools
+(template context, grammar, call format) and reasoning settings that decide how the reply
+is read back (``ChatPlan.deltas`` streams it, see ``deltas``). Shared by every protocol
+that speaks chat (OpenAI chat, Anthropic, Responses, Ollama)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyllama import _core
+from pyllama.chat import ChatTemplateError, tokenize_chat, validate_messages
+from pyllama.reasoning import (
+    END,
+    FORMATS,
+    START,
+    close_thinking,
+    split_reasoning,
+    thinking_open,
+    thinking_tags,
+)
+from pyllama.server.http.errors import APIError
+from pyllama.server.pipeline.deltas import ChatDeltas
+from pyllama.server.state import ServerState
+from pyllama.toolcalls import (
+    ToolCall,
+    ToolFormat,
+    detect_format,
+    generic_history,
+    generic_system_prompt,
+    parse_tool_calls,
+    template_context,
+    tool_grammar,
+    validate_tools,
+)
+
+__all__ = ["ChatPlan", "plan_chat"]
+
+
+@dataclass
+class ChatPlan:
+    """What to generate for a chat request and how to read the output."""
+
+    messages: list[dict[str, Any]]
+    prompt: str
+    tokens: list[int]
+    grammar: str | None = None
+    trigger_patterns: list[str] = field(
+        default_factory=list
+    )  # lazy grammar: free text until one matches
+    preserved: list[int] = field(default_factory=list)  # special tokens written out as text
+    tools: ToolFormat | None = None
+    reasoning: str = "none"  # effective reasoning format; "none": left in the content
+    opened: bool = False  # the prompt opened a think block
+
+    def message(self, text: str) -> tuple[dict[str, Any], list[ToolCall]]:
+        """The assistant message for a whole reply, and its tool calls."""
+        reasoning, content = ("", text)
+        if self.reasoning != "none":
+            reasoning, content = split_reasoning(text, self.opened)
+        calls: list[ToolCall] = []
+        if self.tools is not None:
+            content, calls = parse_tool_calls(self.tools, content)
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if calls and not content else content,
+        }
+        if reasoning:
+            msg["reasoning_content"] = reasoning
+        if calls:
+            msg["tool_calls"] = [c.to_openai() for c in calls]
+        return msg, calls
+
+    def deltas(self) -> ChatDeltas:
+        return ChatDeltas(self)
+
+
+def _tool_choice(choice: Any, functions: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """("auto" | "required" | "none", the functions allowed)."""
+    if choice is None:
+        return "auto", functions
+    if isinstance(choice, str):
+        if choice not in ("auto", "required", "none"):
+            raise APIError(400, f"Invalid tool_choice: {choice}")
+        return choice, functions
+    if isinstance(choice, Mapping):
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if choice.get("type") == "function" and isinstance(name, str):
+            chosen = [f for f in functions if f["name"] == name]
+            if not chosen:
+                raise APIError(400, f"tool_choice names an unknown function '{name}'")
+            return "required", chosen
+    raise APIError(400, "Invalid tool_choice: expected 'auto', 'none', 'required' or a function")
+
+
+def _single_special(model: _core.Model, text: str) -> int | None:
+    toks = model.tokenize(text, False, True)
+    if len(toks) == 1 and model.tokenize(text, False, False) != toks:
+        return toks[0]
+    return None
+
+
+def plan_chat(
+    state: ServerState,
+    messages: Any,
+    *,
+    tools: Any = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: bool | None = None,
+    reasoning_format: str | None = None,
+    add_generation_prompt: bool = True,
+    template_kwargs: Mapping[str, Any] | None = None,
+    has_grammar: bool = False,
+    allow_empty: bool = False,
+    continue_final: bool | None = None,
+) -> ChatPlan:
+    """Render and tokenize a chat; raises APIError(400) for bad messages, tools or template
+    failures."""
+    model, _ = state.require()
+    template = state.template
+    assert template is not None
+    try:
+        msgs = validate_messages(messages, allow_empty)
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
+    prefill = _continuation(msgs, messages, continue_final, add_generation_prompt, state)
+    if prefill is not None:  # render the turns before it, then the assistant's start
+        msgs, add_generation_prompt = msgs[:-1], True
+    fmt: ToolFormat | None = None
+    grammar: str | None = None
+    triggers: list[str] = []
+    render_tools = None
+    if tools:
+        try:
+            functions = validate_tools(tools)
+        except ValueError as e:
+            raise APIError(400, str(e)) from e
+        mode, functions = _tool_choice(tool_choice, functions)
+        if mode != "none":
+            if has_grammar:
+                raise APIError(400, "Cannot use custom grammar constraints with tools.")
+            fmt = detect_format(template.source)
+            parallel = bool(parallel_tool_calls)
+            required = mode == "required"
+            try:
+                grammar, triggers = tool_grammar(
+                    fmt, functions, required, parallel, _core.json_schema_to_grammar
+                )
+            except (ValueError, RuntimeError) as e:
+                raise APIError(400, f"tools: {e}") from e
+            if fmt.generic:
+                msgs = _with_system(msgs, generic_system_prompt(functions, required, parallel))
+            else:
+                render_tools = [{"type": "function", "function": f} for f in functions]
+    if detect_format(template.source).generic:
+        msgs = generic_history(msgs)
+    thinking = state.settings.reasoning  # --reasoning on|off|auto
+    extra = {**state.settings.chat_template_kwargs, **(template_kwargs or {})}
+    if thinking == "off":
+        extra.setdefault("enable_thinking", False)
+    extra.update(template_context(fmt or detect_format(template.source), render_tools or []))
+    try:
+        prompt = template.render(
+            msgs, add_generation_prompt=add_generation_prompt, tools=render_tools, **extra
+        )
+    except ChatTemplateError as e:
+        raise APIError(400, str(e)) from e
+    if prefill is not None:
+        prompt += prefill
+        msgs = [*msgs, {"role": "assistant", "content": prefill}]  # tokenized as text
+    tags = thinking_tags(template.source)
+    if thinking == "off" and tags is not None and add_generation_prompt:
+        prompt = close_thinking(prompt, tags)
+    rf = reasoning_format or state.settings.reasoning_format
+    if rf not in FORMATS:
+        raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")
+    thinks = tags == (START, END)  # the tags the reply parser knows
+    plan = ChatPlan(
+        messages=msgs,
+        prompt=prompt,
+        tokens=tokenize_chat(model, msgs, prompt),
+        grammar=grammar,
+        tools=fmt,
+        reasoning=rf if thinks else "none",
+        opened=thinks and thinking_open(prompt),
+    )
+    markers = [m for m in (fmt.start, fmt.end) if m] if fmt is not None else []
+    if thinks:
+        markers += ["<think>", "</think>"]
+    for m in markers:
+        tok = _single_special(model, m)
+        if tok is not None:
+            plan.preserved.append(tok)
+    plan.trigger_patterns = triggers
+    return plan
+
+
+def _continuation(
+    msgs: list[dict[str, Any]],
+    raw: Any,
+    continue_final: bool | None,
+    add_generation_prompt: bool,
+    state: ServerState,
+) -> str | None:
+    """The text of a final assistant message the reply continues, as llama-server: asked
+    with ``continue_final_message``, or implied (``--prefill-assistant``, on by default)
+    when the conversation ends with an assistant message. None: a new turn."""
+    last = msgs[-1] if msgs else None
+    if continue_final is None:
+        if not (state.settings.prefill_assistant and last and last["role"] == "assistant"):
+            return None
+        if len(msgs) >= 2 and msgs[-2]["role"] == "assistant":
+            raise APIError(400, "Cannot have 2 or more assistant messages at the end of the list.")
+    elif not continue_final:
+        return None
+    elif add_generation_prompt:
+        raise APIError(
+            400, "Cannot set both add_generation_prompt and continue_final_message to true."
+        )
+    if last is None or last["role"] != "assistant":
+        raise APIError(400, "continue_final_message needs a final assistant message")
+    if last.get("tool_calls"):
+        raise APIError(400, "Cannot continue an assistant message that contains tool calls.")
+    parts = raw[-1].get("content")
+    if isinstance(parts, list):  # text parts are joined by blank lines, as llama.cpp renders them
+        return "\n\n".join(p["text"] for p in parts)
+    return str(last.get("content") or "")
+
+
+def _with_system(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    if msgs and msgs[0].get("role") == "system":
+        first = dict(msgs[0])
+        first["content"] = f"{first.get('content') or ''}\n\n{text}".lstrip()
+        return [first, *msgs[1:]]
+    return [{"role": "system", "content": text}, *msgs]

@@ -1,0 +1,238 @@
+"""From a validated request to engine tasks: prompts tokenized as llama-server does, the
+sampling options every endpoint shares, and submission (a multi-prompt request's tasks go
+in together, so they share their first batch). Refusals (context size, overload, bad
+fields) are raised here, before any response byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyllama import _core
+from pyllama.engine import TaskStream
+from pyllama.sampling import make_sampling_params
+from pyllama.server.http.errors import APIError
+from pyllama.server.pipeline.schemas import Sampling
+from pyllama.server.state import ServerState
+
+__all__ = ["SAMPLING_FIELDS", "Options", "make_tasks", "stops", "submit", "tokenize_prompts"]
+
+SAMPLING_FIELDS = [
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "xtc_probability",
+    "xtc_threshold",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "repeat_last_n",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "top_n_sigma",
+    "min_keep",
+    "ignore_eos",
+    "samplers",
+]
+
+
+def _tokenize_one(model: _core.Model, prompt: Any) -> list[int]:
+    if isinstance(prompt, dict):  # llama-server's JSON prompt object
+        if prompt.get("multimodal_data"):
+            raise APIError(400, "multimodal data is not supported by this model")
+        parts = prompt.get("content")
+        prompt = prompt.get("prompt_string")
+        if prompt is None and isinstance(parts, list):  # {"content": [text parts]}
+            prompt = parts
+        if isinstance(prompt, list):
+            if not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in prompt):
+                raise APIError(400, "a prompt's content parts must be text parts")
+            prompt = "".join(p["text"] for p in prompt)
+        if not isinstance(prompt, str):
+            raise APIError(400, "a JSON prompt needs a string 'prompt_string' or 'content'")
+    if isinstance(prompt, str):
+        return model.tokenize(prompt, True, True)
+    tokens: list[int] = []
+    for i, piece in enumerate(prompt):
+        if isinstance(piece, str):  # mixed: only a leading string gets BOS
+            tokens += model.tokenize(piece, i == 0, True)
+        elif isinstance(piece, int) and not isinstance(piece, bool):
+            if not 0 <= piece < model.n_vocab:
+                raise APIError(400, f"token id {piece} is out of range [0, {model.n_vocab})")
+            tokens.append(piece)
+        else:
+            raise APIError(400, "a prompt array holds token ids and strings only")
+    return tokens
+
+
+def tokenize_prompts(model: _core.Model, prompt: Any) -> list[list[int]]:
+    """llama-server's rules: a string, a token array or a mixed array is one prompt; an
+    array of strings or arrays is several."""
+    if isinstance(prompt, (str, dict)):
+        prompts = [prompt]
+    elif (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(p, (str, list, dict)) for p in prompt)
+    ):
+        prompts = prompt
+    else:
+        prompts = [prompt]
+    if not prompts:
+        raise APIError(400, "the prompt is empty")
+    out = []
+    for p in prompts:
+        tokens = _tokenize_one(model, p)
+        if not tokens:
+            raise APIError(400, "the prompt is empty")
+        out.append(tokens)
+    return out
+
+
+def _logit_bias(model: _core.Model, bias: Any) -> dict[int, float]:
+    """Token ids or token strings (every token of the string) to a bias; false = -inf."""
+    out: dict[int, float] = {}
+    items = bias.items() if isinstance(bias, dict) else bias
+    for item in items:
+        if isinstance(bias, dict):
+            key, value = item
+        else:
+            if not isinstance(item, list) or len(item) != 2:
+                raise APIError(400, "logit_bias entries must be [token, bias] pairs")
+            key, value = item
+        value = -float("inf") if value is False else value
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise APIError(400, f"logit_bias value for {key!r} must be a number or false")
+        if isinstance(key, int) or (isinstance(key, str) and key.lstrip("-").isdigit()):
+            tok = int(key)
+            if not 0 <= tok < model.n_vocab:
+                raise APIError(400, f"logit_bias token {tok} is out of range")
+            out[tok] = float(value)
+        elif isinstance(key, str):
+            for tok in model.tokenize(key, False, False):
+                out[tok] = float(value)
+        else:
+            raise APIError(400, "logit_bias keys are token ids or strings")
+    return out
+
+
+def stops(stop: Any) -> list[str]:
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else [s for s in stop if s]
+
+
+@dataclass
+class Options:
+    """Generation options common to all endpoints, after translation."""
+
+    n_predict: int = -1
+    n_cmpl: int = 1
+    n_probs: int = 0
+    grammar: str | None = None
+    trigger_patterns: list[str] = field(default_factory=list)  # non-empty: the grammar is lazy
+    preserved: list[int] = field(default_factory=list)  # special tokens written out as text
+    stop: list[str] = field(default_factory=list)
+    sampling: _core.SamplingParams | None = None  # set by make_tasks: what the tasks sample with
+
+
+def make_tasks(
+    state: ServerState, prompts: Sequence[list[int]], req: Sampling, opts: Options
+) -> list[_core.TaskParams]:
+    model, _ = state.require()
+    s = state.settings
+    kw: dict[str, Any] = {name: getattr(req, name) for name in SAMPLING_FIELDS}
+    temp = req.temperature if req.temperature is not None else req.temp
+    kw["temperature"] = s.temperature if temp is None else temp
+    seed = req.seed if req.seed is not None else s.seed
+    kw["seed"] = _core.DEFAULT_SEED if seed is None or seed < 0 else seed
+    try:
+        sampling = make_sampling_params(
+            grammar=opts.grammar if opts.grammar is not None else req.grammar,
+            json_schema=req.json_schema if opts.grammar is None else None,
+            logit_bias=_logit_bias(model, req.logit_bias) if req.logit_bias else None,
+            **kw,
+        )
+    except (ValueError, TypeError) as e:
+        raise APIError(400, str(e)) from e
+    if opts.trigger_patterns:
+        sampling.grammar_lazy = True
+        sampling.grammar_trigger_patterns = opts.trigger_patterns
+    opts.sampling = sampling
+    n_predict = opts.n_predict
+    if n_predict < 0 and s.n_predict >= 0:
+        n_predict = s.n_predict
+    lora = _lora_scales(state, req.lora)
+    tasks = []
+    for tokens in prompts:
+        t = _core.TaskParams()
+        t.prompt = tokens
+        t.sampling = sampling
+        t.n_predict = n_predict
+        t.stop = opts.stop
+        t.preserved_tokens = opts.preserved
+        t.return_progress = req.return_progress and req.stream
+        t.n_probs = opts.n_probs
+        t.post_sampling_probs = req.post_sampling_probs
+        t.cache_prompt = req.cache_prompt
+        t.n_cmpl = opts.n_cmpl
+        t.id_slot = req.id_slot
+        if req.t_max_predict_ms:
+            t.t_max_predict_ms = req.t_max_predict_ms
+        t.n_cache_reuse = req.n_cache_reuse if req.n_cache_reuse is not None else s.cache_reuse
+        if req.spec_n_max is not None:
+            t.spec_n_max = req.spec_n_max
+        if req.spec_n_min is not None:
+            t.spec_n_min = req.spec_n_min
+        if req.spec_p_min is not None:
+            t.spec_p_min = req.spec_p_min
+        if lora is not None:
+            t.lora_scales = lora
+        tasks.append(t)
+    return tasks
+
+
+def _lora_scales(state: ServerState, lora: list[dict[str, Any]] | None) -> list[float] | None:
+    if lora is None:
+        return None
+    _, engine = state.require()
+    n = len(engine.engine.lora_paths)
+    scales = [0.0] * n
+    for item in lora:
+        i, scale = item.get("id"), item.get("scale", 1.0)
+        if not isinstance(i, int) or not 0 <= i < n:
+            raise APIError(400, f"lora id {i!r} is not a loaded adapter (0..{n - 1})")
+        if not isinstance(scale, (int, float)):
+            raise APIError(400, "lora scale must be a number")
+        scales[i] = float(scale)
+    return scales
+
+
+def submit(state: ServerState, tasks: list[_core.TaskParams]) -> list[TaskStream]:
+    """Submit before any response byte: refusals become errors the client can read."""
+    _, engine = state.require()
+    try:
+        return engine.submit_many(tasks)
+    except _core.ContextSizeError as e:
+        raise APIError(
+            400,
+            "the request exceeds the available context size, try increasing it",
+            "exceed_context_size_error",
+            n_prompt_tokens=int(e.n_prompt_tokens),
+            n_ctx=int(e.n_ctx),
+        ) from e
+    except _core.OverloadedError as e:
+        raise APIError(503, str(e)) from e
+    except ValueError as e:
+        raise APIError(400, str(e)) from e

@@ -1,0 +1,159 @@
+"""Ollama's request fields to a ``ChatCall``'s, and replies (OpenAI-style messages and
+deltas, engine final events) back to Ollama's fields."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from pyllama import _core
+from pyllama.reasoning import thinking_tags
+from pyllama.server.http.errors import APIError
+from pyllama.server.pipeline import results, tasks
+from pyllama.server.pipeline.schemas import Sampling
+from pyllama.server.pipeline.turn import sampling_from
+from pyllama.server.protocols.ollama.schemas import Message, Options
+from pyllama.server.state import ServerState
+
+__all__ = ["done", "fields", "message_in", "now", "options", "response_format", "think"]
+
+_SAMPLING = (
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "seed",
+    "repeat_penalty",
+    "repeat_last_n",
+    "presence_penalty",
+    "frequency_penalty",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# ------------------------------------------------------------------------------ in
+def options(state: ServerState, opts: Options | None) -> tuple[Sampling, int, list[str]]:
+    """(sampling, n_predict, stop) from Ollama's ``options``."""
+    state.require()
+    opts = opts or Options()
+    if opts.num_ctx is not None and opts.num_ctx > state.n_ctx_slot:
+        raise APIError(
+            400,
+            f"options.num_ctx {opts.num_ctx} is larger than the context of one request on "
+            f"this server ({state.n_ctx_slot} tokens: --ctx-size / --parallel); restart it "
+            "with a larger --ctx-size or fewer --parallel slots",
+        )
+    sampling = sampling_from({k: getattr(opts, k) for k in _SAMPLING})
+    n_predict = -1 if opts.num_predict is None or opts.num_predict == -2 else opts.num_predict
+    return sampling, n_predict, tasks.stops(opts.stop)
+
+
+def response_format(fmt: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Ollama's ``format`` as an OpenAI response_format."""
+    if fmt is None or fmt == "":
+        return None
+    if fmt == "json":
+        return {"type": "json_object"}
+    if isinstance(fmt, Mapping):
+        return {"type": "json_schema", "json_schema": {"schema": dict(fmt)}}
+    raise APIError(400, f"invalid format '{fmt}': use \"json\" or a JSON schema object")
+
+
+def think(state: ServerState, value: bool | str | None) -> dict[str, Any] | None:
+    """``think`` as chat template variables."""
+    if value is None:
+        return None
+    assert state.template is not None
+    if value is not False and thinking_tags(state.template.source) is None:
+        raise APIError(400, f"'{state.model_name}' does not support thinking")
+    if isinstance(value, str):  # a level, read by gpt-oss style templates
+        return {"enable_thinking": True, "reasoning_effort": value}
+    return {"enable_thinking": value}
+
+
+def message_in(m: Message, i: int) -> dict[str, Any]:
+    """One Ollama message as an OpenAI one."""
+    if m.images:
+        raise APIError(400, f"messages[{i}].images: images are not supported by this server")
+    out: dict[str, Any] = {"role": m.role, "content": m.content or ""}
+    if m.thinking:
+        out["reasoning_content"] = m.thinking
+    if m.tool_calls:
+        calls = []
+        for tc in m.tool_calls:
+            args = orjson.dumps(tc.function.arguments).decode()
+            call: dict[str, Any] = {
+                "type": "function",
+                "function": {"name": tc.function.name, "arguments": args},
+            }
+            if tc.id:
+                call["id"] = tc.id
+            calls.append(call)
+        out["tool_calls"] = calls
+    if m.tool_name:
+        out["name"] = out["tool_name"] = m.tool_name
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+# ----------------------------------------------------------------------------- out
+def _arguments(text: str) -> Any:
+    # Ollama carries an object. Calls are grammar-constrained JSON; a format parsed without
+    # a grammar may give text that is not, passed on as it came
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for c in calls:
+        fn = {"name": c["function"]["name"], "arguments": _arguments(c["function"]["arguments"])}
+        if "index" in c:
+            fn["index"] = c["index"]
+        call: dict[str, Any] = {"function": fn}
+        if "id" in c:
+            call["id"] = c["id"]
+        out.append(call)
+    return out
+
+
+def fields(deltas: list[dict[str, Any]], text_key: str) -> dict[str, Any]:
+    """OpenAI-style deltas (or a whole message) as Ollama fields: ``text_key`` (content or
+    response), thinking, tool_calls."""
+    out: dict[str, Any] = {text_key: ""}
+    for d in deltas:
+        if d.get("content"):
+            out[text_key] += d["content"]
+        if d.get("reasoning_content"):
+            out["thinking"] = out.get("thinking", "") + d["reasoning_content"]
+        if d.get("tool_calls"):
+            out.setdefault("tool_calls", []).extend(_calls(d["tool_calls"]))
+    return out
+
+
+def done(final: _core.Event, t0: int) -> dict[str, Any]:
+    """The last chunk's fields; ``t0``: the request's start (perf_counter_ns)."""
+    return {
+        "done": True,
+        "done_reason": results.finish_reason(final),
+        "total_duration": time.perf_counter_ns() - t0,
+        "load_duration": 0,  # the model was loaded at start-up
+        "prompt_eval_count": final.n_prompt,
+        "prompt_eval_duration": int(final.t_prompt_ms * 1e6),
+        "eval_count": final.n_predicted,
+        "eval_duration": int(final.t_predicted_ms * 1e6),
+    }
