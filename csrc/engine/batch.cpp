@@ -1,0 +1,131 @@
+// One loop turn's decode: a llama_batch with every generating slot's sampled token first,
+// then prompt chunks in arrival order, decoded once; a failed decode fails its tasks.
+
+#include "engine/engine.hpp"
+
+#include <algorithm>
+
+#include "engine/slot.hpp"
+#include "engine/util.hpp"
+
+namespace pyllama::engine {
+
+bool Engine::step() {
+    if (dctx_) draft_all();
+    batch_->clear();
+    const auto n_batch = static_cast<int32_t>(ctx_->n_batch());
+    int32_t busy = 0;
+    for (auto & s : slots_) {
+        s->i_batch = -1;
+        s->chunk = 0;
+        s->fed = false;
+    }
+    // 1. one sampled token per generating slot: decoding never waits behind prompts
+    //    (with its draft tokens, if any, each with logits for verification)
+    for (auto & s : slots_) {
+        if (s->state != Slot::State::Generating) continue;
+        batch_->add(s->sampled, static_cast<llama_pos>(s->n_past), {s->id}, true);
+        s->i_batch = batch_->size() - 1;
+        s->fed = true;
+        const auto room = static_cast<size_t>(std::max(0, n_batch - batch_->size()));
+        if (s->draft.size() > room) s->draft.resize(room);
+        for (size_t i = 0; i < s->draft.size(); ++i) {
+            batch_->add(s->draft[i], static_cast<llama_pos>(s->n_past + 1 + i), {s->id}, true);
+        }
+        ++busy;
+    }
+    // 2. prompt chunks in arrival order, as much as the batch holds
+    std::vector<Slot *> prompting;
+    for (auto & s : slots_) {
+        if (s->state == Slot::State::Prompt) prompting.push_back(s.get());
+    }
+    std::sort(prompting.begin(), prompting.end(), [](Slot * a, Slot * b) { return a->t_start < b->t_start; });
+    for (Slot * s : prompting) {
+        const auto & prompt = s->prompt();
+        const auto remaining = static_cast<int32_t>(prompt.size() - s->n_past);
+        const int32_t room = n_batch - batch_->size();
+        const bool completion = s->task->params.kind == TaskKind::Completion;
+        if (!completion && remaining > room) continue;  // an embedding input goes in whole
+        const int32_t chunk = std::min(remaining, room);
+        if (chunk <= 0) continue;
+        s->first_row = batch_->size();
+        for (int32_t k = 0; k < chunk; ++k) {
+            const size_t pos = s->n_past + static_cast<size_t>(k);
+            const bool last = pos + 1 == prompt.size();
+            batch_->add(prompt[pos], static_cast<llama_pos>(pos), {s->id}, completion ? last : true);
+        }
+        s->chunk = chunk;
+        if (s->n_past + static_cast<size_t>(chunk) == prompt.size()) s->i_batch = batch_->size() - 1;
+        ++busy;
+    }
+    if (batch_->size() == 0) return false;
+
+    const int64_t t_dec0 = now_us();
+    try {
+        if (!ctx_->try_decode(*batch_)) {
+            make_kv_room();
+            return true;  // nothing was decoded: the next step rebuilds the batch
+        }
+    } catch (const std::exception & e) {
+        for (auto & s : slots_) {
+            if (s->task && (s->fed || s->chunk > 0)) fail_slot(*s, "decode", e.what());
+        }
+        return true;
+    }
+    const int64_t t_dec1 = now_us();
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_decode_total++;
+        metrics_.n_busy_slots_total += static_cast<uint64_t>(busy);
+        metrics_.t_decode_ms_total += static_cast<double>(t_dec1 - t_dec0) / 1e3;
+    }
+    // 3. bookkeeping and sampling, in batch order
+    for (auto & s : slots_) {
+        if (!s->task) continue;
+        if (s->chunk > 0) {
+            const auto & prompt = s->prompt();
+            s->cache.insert(s->cache.end(), prompt.begin() + static_cast<std::ptrdiff_t>(s->n_past),
+                            prompt.begin() + static_cast<std::ptrdiff_t>(s->n_past + static_cast<size_t>(s->chunk)));
+            s->n_past += static_cast<size_t>(s->chunk);
+            {
+                std::lock_guard<std::mutex> lk(pub_mu_);
+                metrics_.n_prompt_tokens_total += static_cast<uint64_t>(s->chunk);
+            }
+            emit_progress(*s);
+            if (s->n_past < prompt.size()) continue;
+            s->t_prompt_done = now_us();
+            {
+                std::lock_guard<std::mutex> lk(pub_mu_);
+                metrics_.t_prompt_ms_total += static_cast<double>(s->t_prompt_done - s->t_start) / 1e3;
+            }
+            if (s->task->params.kind != TaskKind::Completion) {
+                finish_embedding(*s);
+                continue;
+            }
+            s->state = Slot::State::Generating;
+            // n > 1: the others copy the prompt's KV and sample from the same logits
+            for (auto & c : slots_) {
+                if (c->state != Slot::State::Waiting || c->parent != s.get()) continue;
+                ctx_->seq_cp(s->id, c->id, -1, -1);
+                c->cache = s->cache;
+                c->n_past = s->n_past;
+                c->n_cached = s->n_cached;
+                c->t_prompt_done = s->t_prompt_done;
+                c->parent = nullptr;
+                c->state = Slot::State::Generating;
+                sample_slot(*c, s->i_batch);
+            }
+            sample_slot(*s, s->i_batch);
+        } else if (s->fed) {
+            s->cache.push_back(s->sampled);
+            s->n_past++;
+            if (s->draft.empty()) sample_slot(*s, s->i_batch);
+            else verify_draft(*s);
+        }
+    }
+    std::lock_guard<std::mutex> lk(pub_mu_);
+    metrics_.t_sample_ms_total += static_cast<double>(now_us() - t_dec1) / 1e3;
+    return true;
+}
+
+}  // namespace pyllama::engine

@@ -1,0 +1,91 @@
+// Work a caller hands to the loop thread and waits for: saving, restoring and erasing a
+// slot's KV state, and LoRA scales (applied only when no slot is busy).
+
+#include "engine/engine.hpp"
+
+#include <future>
+#include <stdexcept>
+
+#include "engine/slot.hpp"
+#include "engine/util.hpp"
+
+namespace pyllama::engine {
+
+std::vector<float> Engine::lora_scales() {
+    std::lock_guard<std::mutex> lk(in_mu_);
+    return lora_defaults_;
+}
+
+template <typename R>
+R Engine::run_on_loop(std::function<R()> fn) {
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+    auto fut = task->get_future();
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        if (stopping_) throw std::runtime_error("the engine is stopped");
+        commands_.emplace_back([task] { (*task)(); });
+    }
+    in_cv_.notify_one();
+    return fut.get();
+}
+
+size_t Engine::save_slot(int32_t id, const std::string & path) {
+    return run_on_loop<size_t>([this, id, path]() -> size_t {
+        if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
+        Slot & s = *slots_[static_cast<size_t>(id)];
+        if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
+        ctx_->seq_state_save(path, id, s.cache);
+        return s.cache.size();
+    });
+}
+
+size_t Engine::restore_slot(int32_t id, const std::string & path) {
+    return run_on_loop<size_t>([this, id, path]() -> size_t {
+        if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
+        Slot & s = *slots_[static_cast<size_t>(id)];
+        if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
+        drop_kv(s, 0);
+        s.cache = ctx_->seq_state_load(path, id, static_cast<size_t>(n_ctx_slot_));
+        publish();  // callers see the new state as soon as the call returns
+        return s.cache.size();
+    });
+}
+
+void Engine::erase_slot(int32_t id) {
+    run_on_loop<int>([this, id] {
+        if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
+        Slot & s = *slots_[static_cast<size_t>(id)];
+        if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
+        drop_kv(s, 0);
+        publish();
+        return 0;
+    });
+}
+
+void Engine::set_lora_scales(const std::vector<float> & scales) {
+    if (scales.size() != lora_.size()) {
+        throw std::invalid_argument("lora scales: expected " + std::to_string(lora_.size()) + " values");
+    }
+    // Only the defaults change: running tasks keep the scales they started with, and the
+    // loop switches the context's adapters when it admits a task that needs other scales.
+    std::lock_guard<std::mutex> lk(in_mu_);
+    lora_defaults_ = scales;
+}
+
+void Engine::apply_lora(const std::vector<float> & scales) {
+    std::vector<std::pair<std::shared_ptr<LoraAdapter>, float>> set;
+    for (size_t i = 0; i < lora_.size(); ++i) {
+        if (scales[i] != 0.0f) set.emplace_back(lora_[i], scales[i]);
+    }
+    ctx_->set_lora(set);
+    if (scales != lora_scales_now_) {
+        // cached KV was computed with other adapter weights: it no longer matches
+        for (auto & sl : slots_) {
+            if (sl->state != Slot::State::Idle) continue;
+            drop_kv(*sl, 0);
+        }
+    }
+    lora_scales_now_ = scales;
+}
+
+}  // namespace pyllama::engine

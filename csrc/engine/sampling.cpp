@@ -1,0 +1,186 @@
+// Tokens out of a decoded batch row: sampling (or greedy picking) per slot, stop
+// conditions, embeddings pooled and normalized, and a finished task's final event.
+
+#include "engine/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/slot.hpp"
+#include "engine/util.hpp"
+
+namespace pyllama::engine {
+
+// `forced` >= 0: take that token instead of sampling (synthetic draft acceptance); it
+// advances the chain's history but not the grammar, as llama-server.
+void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
+    const TaskParams & tp = s.task->params;
+    if (tp.n_predict == 0) {
+        finish(s, StopReason::Limit);
+        return;
+    }
+    const float * logits = ctx_->logits_ith(row);
+    const auto n_vocab = static_cast<int32_t>(cur_.size());
+    llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};
+    auto fill = [&] {
+        for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
+        arr = llama_token_data_array{cur_.data(), cur_.size(), -1, false};
+    };
+    auto run_chain = [&]() -> llama_token {
+        llama_sampler_apply(s.chain->get(), &arr);
+        return arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size ? arr.data[arr.selected].id : -1;
+    };
+    llama_token tok = forced;
+    if (forced >= 0) {
+        // nothing to sample
+    } else if (s.task->greedy) {
+        // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
+        tok = greedy_pick(logits, n_vocab, s.task->bias);
+    } else {
+        fill();
+        tok = run_chain();
+    }
+    if (forced < 0 && tok >= 0 && s.grammar) {
+        // As llama-server: check the sampled token alone against the grammar (cheap); only
+        // when it does not fit, constrain every candidate (expensive) and sample again.
+        llama_token_data one{tok, 1.0f, 0.0f};
+        llama_token_data_array single{&one, 1, -1, false};
+        llama_sampler_apply(s.grammar->get(), &single);
+        if (std::isinf(one.logit) && one.logit < 0.0f) {
+            fill();
+            llama_sampler_apply(s.grammar->get(), &arr);
+            tok = run_chain();
+        }
+    }
+    if (tok < 0) {
+        fail_slot(s, "sampling", "the sampler chain selected no token");
+        return;
+    }
+    if (s.grammar && forced < 0) llama_sampler_accept(s.grammar->get(), tok);
+    llama_sampler_accept(s.chain->get(), tok);
+    s.n_decoded++;
+
+    Event ev;
+    ev.type = Event::Type::Token;
+    ev.index = s.index;
+    ev.token = tok;
+    if (tp.n_probs > 0) {
+        const auto n = static_cast<size_t>(tp.n_probs);
+        if (tp.post_sampling_probs && forced < 0) {
+            // probabilities of the candidates the chain left (p is set by its final stage)
+            std::vector<llama_token_data> c(arr.data, arr.data + arr.size);
+            const size_t k = std::min(n, c.size());
+            std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(),
+                              [](const auto & a, const auto & b) { return a.p > b.p; });
+            for (size_t i = 0; i < k; ++i) ev.top.push_back({c[i].id, std::log(std::max(c[i].p, 1e-30f))});
+            ev.logprob = std::log(std::max(arr.data[arr.selected].p, 1e-30f));
+        } else {
+            float mx = logits[0];
+            for (int32_t i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+            double sum = 0.0;
+            for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
+            const float lse = mx + static_cast<float>(std::log(sum));
+            std::vector<llama_token> idx(static_cast<size_t>(n_vocab));
+            std::iota(idx.begin(), idx.end(), 0);
+            const size_t k = std::min(n, idx.size());
+            std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                              [logits](llama_token a, llama_token b) { return logits[a] > logits[b]; });
+            for (size_t i = 0; i < k; ++i) ev.top.push_back({idx[i], logits[idx[i]] - lse});
+            ev.logprob = logits[tok] - lse;
+        }
+    }
+    if (llama_vocab_is_eog(model_->vocab(), tok) && !tp.sampling.ignore_eos) {
+        if (tp.n_probs > 0) emit(s.task->id, std::move(ev), false);  // its probabilities, no text
+        finish(s, StopReason::Eos);
+        return;
+    }
+    const auto & keep = tp.preserved_tokens;
+    const bool special = !keep.empty() && std::find(keep.begin(), keep.end(), tok) != keep.end();
+    ev.text = s.text->push(model_->token_to_piece(tok, special));
+    stamp(ev, s, now_us());  // counts and times so far (timings_per_token)
+    emit(s.task->id, std::move(ev), false);
+
+    const double elapsed_ms = static_cast<double>(now_us() - s.t_prompt_done) / 1e3;
+    if (s.text->stopped()) {
+        finish(s, StopReason::Word);
+    } else if (tp.n_predict > 0 && s.n_decoded >= tp.n_predict) {
+        finish(s, StopReason::Limit);
+    } else if (tp.t_max_predict_ms > 0 && elapsed_ms > static_cast<double>(tp.t_max_predict_ms)) {
+        finish(s, StopReason::Timeout);
+    } else if (static_cast<int32_t>(s.n_past) + 1 >= n_ctx_slot_) {  // as llama-server: room for this token
+        if (params_.context_shift) {
+            context_shift(s);
+            if (s.task) s.sampled = tok;
+        } else {
+            finish(s, StopReason::Context);
+        }
+    } else {
+        s.sampled = tok;
+    }
+}
+
+void Engine::finish_embedding(Slot & s) {
+    Event ev;
+    ev.type = Event::Type::Final;
+    ev.done = true;
+    ev.n_prompt = static_cast<int32_t>(s.prompt().size());
+    ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
+    const int32_t norm = s.task->params.embd_normalize;
+    if (ctx_->pooling() == LLAMA_POOLING_TYPE_NONE) {
+        const int32_t n_embd = llama_model_n_embd_out(model_->get());
+        for (int32_t r = 0; r < s.chunk; ++r) {
+            const float * row = ctx_->embeddings_ith(s.first_row + r);
+            const size_t at = ev.embedding.size();
+            ev.embedding.insert(ev.embedding.end(), row, row + n_embd);
+            normalize(ev.embedding.data() + at, n_embd, norm);
+        }
+        ev.n_embd_rows = s.chunk;
+    } else {
+        const int32_t n = ctx_->n_embd_out();
+        const float * v = ctx_->embeddings_seq(s.id);
+        ev.embedding.assign(v, v + n);
+        if (ctx_->pooling() != LLAMA_POOLING_TYPE_RANK) normalize(ev.embedding.data(), n, norm);
+        ev.n_embd_rows = 1;
+    }
+    const uint64_t id = s.task->id;
+    // embedding KV is not worth caching: clear it so the slot starts clean
+    drop_kv(s, 0);
+    release(s);
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_tasks_done++;
+    }
+    emit(id, std::move(ev), true);
+}
+
+void Engine::finish(Slot & s, StopReason reason) {
+    const uint64_t id = s.task->id;
+    std::string tail = s.text->flush();
+    if (!tail.empty()) {
+        Event t;
+        t.type = Event::Type::Token;
+        t.index = s.index;
+        t.text = std::move(tail);
+        emit(id, std::move(t), false);
+    }
+    const int64_t t_end = now_us();
+    Event ev;
+    ev.type = Event::Type::Final;
+    ev.index = s.index;
+    ev.stop = reason;
+    ev.stopping_word = s.text->stopping_word();
+    stamp(ev, s, t_end);
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_predicted_total += static_cast<uint64_t>(s.n_decoded);
+        metrics_.t_predicted_ms_total += ev.t_predicted_ms;
+        metrics_.n_tasks_done++;
+        metrics_.n_tokens_max = std::max(metrics_.n_tokens_max, static_cast<int32_t>(s.n_past));
+    }
+    const bool last = --s.task->finals_left == 0;
+    ev.done = last;
+    release(s);
+    emit(id, std::move(ev), last);
+}
+
+}  // namespace pyllama::engine

@@ -1,0 +1,58 @@
+// Small helpers the engine's files share: plain functions of their arguments.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "llama.h"
+
+namespace pyllama::engine {
+
+inline int64_t now_us() { return llama_time_us(); }
+
+inline size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama_token> & b) {
+    size_t n = 0;
+    const size_t m = std::min(a.size(), b.size());
+    while (n < m && a[n] == b[n]) ++n;
+    return n;
+}
+
+// As llama-server's common_embd_normalize.
+inline void normalize(float * v, int32_t n, int32_t norm) {
+    if (norm < 0) return;
+    double sum = 0.0;
+    if (norm == 0) {  // max absolute, scaled to int16 range
+        for (int32_t i = 0; i < n; ++i) sum = std::max(sum, static_cast<double>(std::fabs(v[i])));
+        sum /= 32760.0;
+    } else if (norm == 2) {
+        for (int32_t i = 0; i < n; ++i) sum += static_cast<double>(v[i]) * v[i];
+        sum = std::sqrt(sum);
+    } else {
+        for (int32_t i = 0; i < n; ++i) sum += std::pow(std::fabs(v[i]), norm);
+        sum = std::pow(sum, 1.0 / norm);
+    }
+    const float k = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    for (int32_t i = 0; i < n; ++i) v[i] *= k;
+}
+
+// argmax of logits + bias; the first of equal maxima. -1 when every token is -inf.
+inline llama_token greedy_pick(const float * logits, int32_t n_vocab, const std::vector<float> & bias) {
+    llama_token best = -1;
+    float best_v = -std::numeric_limits<float>::infinity();
+    if (bias.empty()) {
+        for (int32_t i = 0; i < n_vocab; ++i) {
+            if (logits[i] > best_v) best_v = logits[i], best = i;
+        }
+    } else {
+        for (int32_t i = 0; i < n_vocab; ++i) {
+            const float v = logits[i] + bias[static_cast<size_t>(i)];
+            if (v > best_v) best_v = v, best = i;
+        }
+    }
+    return best;
+}
+
+}  // namespace pyllama::engine
