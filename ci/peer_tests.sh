@@ -39,7 +39,7 @@
 # and exec()s the real server. Router mode finds its models in the hub cache instead:
 # each run's LLAMA_CACHE is seeded with copies of the local model under the hub names
 # unit/test_router.py asks for (HUB_SEED), in the layout llama-server downloads into, and
-# a local stand-in for the hub (tests/fake_hub.py, plain HTTP on a free port, one per run)
+# a local stand-in for the hub (tests/helpers/fake_hub.py, plain HTTP on a free port, one per run)
 # serves the same names, so that the router's POST /models downloads really download:
 # HF_ENDPOINT and MODEL_ENDPOINT point the servers (and their children) at it.
 set -euo pipefail
@@ -225,13 +225,13 @@ seed_hub_cache() {  # cache-dir: the local model under each HUB_SEED name, in th
 
 hub_pid=""
 hub_url=""
-start_fake_hub() {  # work-dir: tests/fake_hub.py serving HUB_SEED; sets hub_pid and hub_url
+start_fake_hub() {  # work-dir: tests/helpers/fake_hub.py serving HUB_SEED; sets hub_pid and hub_url
   local w="$1" entry serve=() i
   for entry in "${HUB_SEED[@]}"; do  # its commits are seed_hub_cache's (sha1 of the name)
     serve+=(--serve "${entry%%:*}=${entry#* }=$local_model")
   done
   # its output goes to a file: run_one's stdout is read by $(...), which would wait for it
-  "$py" "$root/tests/fake_hub.py" --port 0 --port-file "$w/fake-hub.port" "${serve[@]}" \
+  "$py" "$root/tests/helpers/fake_hub.py" --port 0 --port-file "$w/fake-hub.port" "${serve[@]}" \
     </dev/null >"$w/fake-hub.log" 2>&1 &
   hub_pid=$!
   for i in $(seq 1 600); do

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -15,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from pyllama.models import demo_model
+
+from helpers.servers import running_server
+from helpers.thinking import THINKING_TEMPLATE
 
 VENDOR_MODELS = Path(__file__).resolve().parent.parent / "vendor" / "llama.cpp" / "models"
 
@@ -68,88 +66,11 @@ def ticker() -> Ticker:
     return Ticker()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-SERVER_PIDS: dict[str, int] = {}  # base URL -> process id, for tests that inspect the process
-
-
-@contextlib.contextmanager
-def running_server(
-    *args: str, timeout: float = 120.0, env: dict[str, str] | None = None
-) -> Iterator[str]:
-    """A real ``pyllama-server`` process (``python -m pyllama.server ARGS``) on a free
-    port, with ``env`` added to its environment; yields its base URL once /health
-    answers 200."""
-    import httpx
-
-    port = _free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this frame, closed below
-    cmd = [sys.executable, "-m", "pyllama.server", "--port", str(port), *args]
-    # cwd elsewhere: from the repository root, `-m` would import the source tree, which
-    # has no compiled module, instead of the installed package
-    proc = subprocess.Popen(
-        cmd,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=tempfile.gettempdir(),
-        env={**os.environ, **(env or {})},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(
-                    f"server exited {proc.returncode}:\n{log.read().decode()[-4000:]}"
-                )
-            try:
-                if httpx.get(url + "/health", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("pyllama-server did not become healthy")
-            time.sleep(0.1)
-        SERVER_PIDS[url] = proc.pid
-        yield url
-    finally:
-        SERVER_PIDS.pop(url, None)
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
 @pytest.fixture(scope="session")
 def server(smollm_path: str) -> Iterator[str]:
     """pyllama-server on SmolLM2 with 4 slots, metrics on (shared by the server tests)."""
     with running_server("-m", smollm_path, "-t", "2", "-c", "8192", "-np", "4", "--metrics") as url:
         yield url
-
-
-# A Qwen3-style thinking template (ChatML that opens <think> in the prompt) and a grammar
-# that stands in for a model that thinks: the reply is fixed, the parsing is real.
-THINKING_TEMPLATE = """\
-{%- for m in messages %}
-{%- set content = m.content %}
-{%- if m.role == 'assistant' and '</think>' in content %}
-{%- set content = content.split('</think>')[-1].lstrip('\\n') %}
-{%- endif %}
-{{- '<|im_start|>' + m.role + '\\n' + content + '<|im_end|>\\n' }}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}
-"""
-THOUGHT = 'root ::= "Plan: be brief." "\\n</think>\\n\\n" "Paris is sunny."'
 
 
 @pytest.fixture(scope="session")
