@@ -124,6 +124,16 @@ def test_the_server_extra_alone_serves_the_demo_model(served: str):
     assert r.json()["usage"]["completion_tokens"] > 0
 
 
+def test_the_public_server_imports_work_from_the_wheel(server_venv: Path, home: Path):
+    code = (
+        "import pyllama.server\n"
+        "from pyllama.server import Settings, create_app\n"
+        "print(type(create_app(Settings(model='unused.gguf'))).__name__)"
+    )
+    r = _run([str(server_venv / "python"), "-c", code], cwd=home)
+    assert r.stdout.strip() == "Starlette"
+
+
 CLIENT_BLOCKS = [
     b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "http://127.0.0.1:8080" in b
 ]
