@@ -1,0 +1,117 @@
+"""The sdist is self-contained: it carries the llama.cpp sources the build compiles, with
+their license texts and without models, tests, docs or the web UI, and it builds a working
+wheel with the network cut (as a conda-forge build, a distro package or an offline machine
+builds it).
+
+The build requirements go into a venv first (that step uses the package index); the
+build itself then runs in a network namespace with no interfaces (``unshare -n``), or,
+where that is not allowed, with pip's index off and every proxy pointing at a closed
+port. With ccache the compile reuses the checkout's objects (paths are relative to the
+source tree), so this costs about a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input"]
+BUILD_REQUIREMENTS = ["scikit-build-core>=0.10", "pybind11>=2.13", "cmake>=3.21", "ninja"]
+PROMPT = "The capital of France is"
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert r.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    )
+    return r
+
+
+def _offline(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``cmd`` as it runs with no network: in a new network namespace when this user may
+    make one, else with the index off and proxies that lead nowhere."""
+    env = {**os.environ, "PIP_NO_INDEX": "1"}
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        return ["unshare", "-n", *cmd], env
+    dead = "http://127.0.0.1:9"
+    return cmd, {**env, "HTTP_PROXY": dead, "HTTPS_PROXY": dead, "ALL_PROXY": dead}
+
+
+@pytest.fixture(scope="module")
+def build_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv holding the build requirements and the package's own dependencies."""
+    where = tmp_path_factory.mktemp("build-venv")
+    venv.create(where, with_pip=True)
+    py = where / "bin" / "python"
+    _run([str(py), *PIP, "install", "-q", *BUILD_REQUIREMENTS, "numpy>=1.24", "jinja2>=3.1.6"])
+    return py
+
+
+@pytest.fixture(scope="module")
+def sdist(build_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sdist")
+    code = f"from scikit_build_core.build import build_sdist; build_sdist({str(out)!r})"
+    _run([str(build_env), "-c", code], cwd=ROOT)
+    (built,) = out.glob("pyllama-*.tar.gz")
+    return built
+
+
+def test_the_sdist_carries_the_pruned_llama_cpp_sources(sdist: Path):
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    vendor = "vendor/llama.cpp/"
+    for needed in (
+        "CMakeLists.txt",
+        "LICENSE",
+        "licenses/LICENSE-jsonhpp",
+        "src/llama.cpp",
+        "ggml/src/ggml.c",
+        "common/json-schema-to-grammar.cpp",
+        "include/llama.h",
+        "tools/mtmd/CMakeLists.txt",
+    ):
+        assert vendor + needed in names, needed
+    for pruned in ("models/", "tests/", "docs/", "examples/", "tools/server/", "tools/ui/"):
+        assert not any(n.startswith(vendor + pruned) for n in names), pruned
+    assert sdist.stat().st_size < 20 << 20
+
+
+def test_the_sdist_builds_offline_and_generates(
+    sdist: Path, build_env: Path, tmp_path: Path, smollm_path: str
+):
+    wheels = tmp_path / "wheels"
+    cmd, env = _offline(
+        [
+            str(build_env),
+            *PIP,
+            "wheel",
+            "--no-index",
+            "--no-build-isolation",
+            "--no-deps",
+            "-v",
+            "-w",
+            str(wheels),
+            str(sdist),
+        ]
+    )
+    r = _run(cmd, env=env, cwd=tmp_path, timeout=3600)
+    assert "vendor/llama.cpp missing" not in r.stdout  # nothing was fetched
+    (wheel,) = wheels.glob("pyllama-*.whl")
+    _run([str(build_env), *PIP, "install", "--no-index", "--no-deps", str(wheel)], cwd=tmp_path)
+    code = (
+        "import sys, pyllama\n"
+        "llm = pyllama.Llama(sys.argv[1], n_ctx=256, n_threads=2)\n"
+        "out = llm.create_completion(sys.argv[2], max_tokens=12, temperature=0)\n"
+        "print(out['choices'][0]['text'])"
+    )
+    from_sdist = _run([str(build_env), "-c", code, smollm_path, PROMPT], cwd=tmp_path).stdout
+    here = _run([sys.executable, "-c", code, smollm_path, PROMPT], cwd=tmp_path).stdout
+    assert from_sdist == here and from_sdist.strip()
