@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 namespace pyllama {
+void register_backends(pybind11::module_ & m);
 void register_errors(pybind11::module_ & m);
 void register_model(pybind11::module_ & m);
 void register_batch(pybind11::module_ & m);

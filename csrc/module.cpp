@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "core/backends.hpp"
 #include "core/log.hpp"
 #include "llama.h"
 
@@ -18,8 +19,11 @@ namespace py = pybind11;
 PYBIND11_MODULE(_core, m) {
     m.doc() = "llama.cpp bindings: models, contexts, batches and samplers";
     pyllama::log_init();
+    // the backend modules beside _core, before anything can load a model
+    pyllama::load_backends(pyllama::module_dir() + "/lib");
     llama_backend_init();
 
+    pyllama::register_backends(m);
     pyllama::register_errors(m);
     pyllama::register_model(m);
     pyllama::register_batch(m);

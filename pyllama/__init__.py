@@ -23,6 +23,7 @@ from pyllama._core import (
     system_info,
 )
 from pyllama.chat import ChatTemplate, ChatTemplateError
+from pyllama.hardware import backends, devices
 from pyllama.llama import Llama
 from pyllama.models import demo_model
 
@@ -38,8 +39,10 @@ __all__ = [
     "Sampler",
     "SamplingParams",
     "__version__",
+    "backends",
     "build_sampler_chain",
     "demo_model",
+    "devices",
     "json_schema_to_grammar",
     "system_info",
 ]

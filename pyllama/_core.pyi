@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'devices', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'module_dir', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class Model:
@@ -847,6 +847,10 @@ class Engine:
     @property
     def notify_fd(self) -> int:
         ...
+def backends() -> list:
+    """
+    The backend modules loaded at import: name, CPU variant, file and score.
+    """
 def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.SupportsInt | typing.SupportsIndex) -> Sampler:
     """
     The chain llama-server would build for params (grammar first, then its stage order).
@@ -857,6 +861,10 @@ def chat_apply_builtin(template: str, messages: collections.abc.Sequence[tuple[s
     """
 def chat_builtin_templates() -> list[str]:
     ...
+def devices() -> list:
+    """
+    Every device of the loaded backends: name, description, type, backend, memory.
+    """
 def get_log_level() -> int:
     ...
 def json_schema_to_grammar(schema: str) -> str:
@@ -865,6 +873,10 @@ def json_schema_to_grammar(schema: str) -> str:
     """
 def max_devices() -> int:
     ...
+def module_dir() -> str:
+    """
+    The folder _core was loaded from.
+    """
 def set_log_level(level: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     Lowest ggml log level echoed to stderr: 1 debug, 2 info, 3 warn, 4 error, 5 none.

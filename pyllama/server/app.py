@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from pyllama import hardware
 from pyllama.model_file import ModelFileError, check_model_file
 from pyllama.server.http.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.http.cors import CorsMiddleware
@@ -212,6 +213,7 @@ def _server_class(tools: ToolBox | None, app: Starlette, where: list[str]) -> ty
             if self.started and not self.should_exit:
                 for address in where:
                     print(f"pyllama-server: listening on {address}", flush=True)
+                print(f"pyllama-server: devices: {hardware.summary()}", flush=True)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             # before uvicorn waits for open requests: an MCP call in flight returns now,

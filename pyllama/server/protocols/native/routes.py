@@ -10,7 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pyllama import _core
+from pyllama import _core, hardware
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse, sse_response
 from pyllama.server.pipeline import results, tasks
@@ -296,6 +296,12 @@ async def props(request: Request) -> Response:
             "eos_token": state.eos_text,
             "build_info": "pyllama",
             "is_sleeping": state.sleeping,
+            # pyllama's: where the model runs (ggml devices, the CPU variant picked at import)
+            "devices": [
+                {"name": d.name, "description": d.description, "type": d.type}
+                for d in hardware.devices()
+            ],
+            "cpu_variant": hardware.cpu_variant(),
         }
     )
 

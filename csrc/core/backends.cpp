@@ -1,0 +1,141 @@
+#include "core/backends.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "ggml-backend.h"
+
+#ifndef _WIN32
+#include <dlfcn.h>
+#endif
+
+namespace fs = std::filesystem;
+
+namespace pyllama {
+namespace {
+
+std::vector<LoadedBackend> g_loaded;
+
+struct Candidate {
+    std::string variant;
+    fs::path path;
+    int score;
+};
+
+bool env_on(const char * name) {
+    const char * v = std::getenv(name);
+    if (v == nullptr) return false;
+    const std::string s(v);
+    return s == "1" || s == "on" || s == "ON" || s == "true" || s == "yes";
+}
+
+bool uses_amx(const std::string & variant) { return variant == "sapphirerapids"; }
+
+#ifndef _WIN32
+// What a module says of this machine: its ggml_backend_score (0: cannot run here), or 1
+// for a module without one (an unsuffixed build of one variant). Loading a module runs
+// none of its kernels, so this is safe for variants this CPU cannot execute.
+int score_of(const fs::path & path) {
+    void * handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return 0;
+    using score_fn = int (*)();
+    auto fn = reinterpret_cast<score_fn>(dlsym(handle, "ggml_backend_score"));
+    const int s = fn ? fn() : 1;
+    dlclose(handle);
+    return s;
+}
+
+std::string list(const std::vector<Candidate> & cs) {
+    std::string out;
+    for (const auto & c : cs) out += (out.empty() ? "" : ", ") + (c.variant.empty() ? "(default)" : c.variant);
+    return out;
+}
+
+const Candidate * pick_cpu(const std::vector<Candidate> & cs) {
+    if (const char * want = std::getenv("PYLLAMA_CPU_VARIANT"); want != nullptr && *want) {
+        for (const auto & c : cs) {
+            if (c.variant == want) {
+                if (c.score == 0) {
+                    throw std::runtime_error(std::string("PYLLAMA_CPU_VARIANT=") + want +
+                                             ": this CPU lacks the instructions that variant needs");
+                }
+                return &c;
+            }
+        }
+        throw std::runtime_error(std::string("PYLLAMA_CPU_VARIANT=") + want + ": no such CPU variant (built: " +
+                                 list(cs) + ")");
+    }
+    const bool amx = env_on("PYLLAMA_AMX");
+    const Candidate * best = nullptr;
+    for (const auto & c : cs) {
+        if (c.score == 0 || (uses_amx(c.variant) && !amx)) continue;
+        if (best == nullptr || c.score > best->score) best = &c;
+    }
+    return best;
+}
+#endif
+
+}  // namespace
+
+std::string module_dir() {
+#ifndef _WIN32
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(&module_dir), &info) != 0 && info.dli_fname != nullptr) {
+        return fs::path(info.dli_fname).parent_path().string();
+    }
+#endif
+    return ".";
+}
+
+void load_backends(const std::string & dir) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+#ifdef _WIN32
+        ggml_backend_load_all_from_path(dir.c_str());
+#else
+        // libggml-<backend>[-<variant>].so, grouped by backend
+        std::map<std::string, std::vector<Candidate>> found;
+        std::error_code ec;
+        for (const auto & entry : fs::directory_iterator(dir, ec)) {
+            const std::string file = entry.path().filename().string();
+            const std::string prefix = "libggml-";
+            if (file.rfind(prefix, 0) != 0 || entry.path().extension() != ".so") continue;
+            std::string stem = file.substr(prefix.size(), file.size() - prefix.size() - 3);
+            if (stem == "base") continue;
+            const size_t dash = stem.find('-');
+            const std::string backend = stem.substr(0, dash);
+            const std::string variant = dash == std::string::npos ? "" : stem.substr(dash + 1);
+            found[backend].push_back({variant, entry.path(), score_of(entry.path())});
+        }
+        for (auto & [backend, cs] : found) {
+            std::sort(cs.begin(), cs.end(), [](const Candidate & a, const Candidate & b) { return a.variant < b.variant; });
+            const Candidate * best = nullptr;
+            if (backend == "cpu") {
+                best = pick_cpu(cs);
+            } else {
+                for (const auto & c : cs) {
+                    if (c.score > 0 && (best == nullptr || c.score > best->score)) best = &c;
+                }
+            }
+            if (best == nullptr) continue;  // a GPU plugin with no device here, say
+            if (ggml_backend_reg_t reg = ggml_backend_load(best->path.c_str())) {
+                g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, best->path.string(), best->score});
+            }
+        }
+        const bool have_cpu = std::any_of(g_loaded.begin(), g_loaded.end(),
+                                          [](const LoadedBackend & b) { return b.name == "CPU"; });
+        if (!have_cpu) {
+            throw std::runtime_error("no CPU backend could be loaded from " + dir +
+                                     (found.count("cpu") ? " (built: " + list(found["cpu"]) + ")" : ""));
+        }
+#endif
+    });
+}
+
+const std::vector<LoadedBackend> & loaded_backends() { return g_loaded; }
+
+}  // namespace pyllama

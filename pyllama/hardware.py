@@ -1,0 +1,61 @@
+"""The hardware pyllama runs on: the ggml backends loaded when it was imported, and their
+devices.
+
+Every backend is a module in ``pyllama/lib/``: the CPU in one or several variants
+(``libggml-cpu-haswell.so`` ...; a source build has one ``libggml-cpu.so``), and GPU
+plugins when installed. At import the best CPU variant for this machine is loaded (never
+an AMX one on its own; ``PYLLAMA_CPU_VARIANT=haswell`` picks one, ``PYLLAMA_AMX=1``
+allows AMX), and each other backend's best module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyllama import _core
+
+__all__ = ["Backend", "Device", "backends", "cpu_variant", "devices", "summary"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # "CPU", "CUDA", "Vulkan" ...
+    variant: str  # the CPU variant ("haswell"); "" for a module built for one target
+    path: str
+    score: int  # how well the module said it fits this machine
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # "CPU", "CUDA0" ... as --device takes it
+    description: str
+    type: str  # "cpu", "gpu", "igpu" or "accel"
+    backend: str
+    memory_free: int  # bytes
+    memory_total: int
+
+
+def backends() -> list[Backend]:
+    """The backend modules loaded at import."""
+    return [Backend(**b) for b in _core.backends()]
+
+
+def devices() -> list[Device]:
+    """Every device of the loaded backends, the CPU included."""
+    return [Device(**d) for d in _core.devices()]
+
+
+def cpu_variant() -> str:
+    """The CPU variant in use ("" when the build has a single CPU module)."""
+    return next((b.variant for b in backends() if b.name == "CPU"), "")
+
+
+def summary() -> str:
+    """One line for logs: each device, and the CPU variant."""
+    parts = []
+    for d in devices():
+        name = f"{d.name} ({d.description})"
+        if d.type == "cpu" and cpu_variant():
+            name += f", variant {cpu_variant()}"
+        parts.append(name)
+    return "; ".join(parts)

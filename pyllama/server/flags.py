@@ -1,0 +1,356 @@
+"""llama-server's flags, as argparse declares them: names, defaults, the LLAMA_ARG_*
+variable that sets each, and the help text. What they mean for the server is decided in
+``cli.parse_args``; ``--list-devices`` acts at once, as llama-server's does."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["build_parser", "env_bool"]
+
+_BOOL_TRUE = {"1", "true", "on", "yes", "enabled"}
+_BOOL_FALSE = {"0", "false", "off", "no", "disabled"}
+
+
+def env_bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in _BOOL_TRUE:
+        return True
+    if v in _BOOL_FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got '{value}'")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"pyllama-server: error: {message}\n(see pyllama-server --help)\n")
+
+
+class _ListDevices(argparse.Action):
+    """``--list-devices``: what llama-server prints (the devices other than the CPU), then
+    exit at once, as llama-server does while it parses."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+        from pyllama.hardware import devices  # the compiled module: only when asked
+
+        mib = 1024 * 1024
+        lines = ["Available devices:"]
+        lines += [
+            f"  {d.name}: {d.description} ({d.memory_total // mib} MiB, {d.memory_free // mib} MiB free)"
+            for d in devices()
+            if d.type != "cpu"
+        ] or ["  (none)"]
+        print("\n".join(lines), flush=True)  # on stdout, as llama-server's printf
+        parser.exit(0)
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
+    """The parser, and for each flag that a variable can set: (variable, converter)."""
+    p = _Parser(
+        prog="pyllama-server",
+        description="llama-server's REST API (OpenAI, native, Anthropic, Ollama) from Python.",
+        allow_abbrev=False,
+    )
+    envs: dict[str, tuple[str, Any]] = {}  # dest -> (environment variable, converter)
+
+    def flag(*names: str, env: str | None = None, conv: Any = None, **kw: Any) -> None:
+        action = p.add_argument(*names, **kw)
+        if env:
+            envs[action.dest] = (env, conv or kw.get("type") or str)
+
+    def switch(
+        on: Sequence[str], off: Sequence[str], dest: str, env: str | None, help: str
+    ) -> None:
+        flag(*on, dest=dest, action="store_true", default=None, env=env, conv=env_bool, help=help)
+        p.add_argument(*off, dest=dest, action="store_false", help=argparse.SUPPRESS)
+
+    flag("-m", "--model", env="LLAMA_ARG_MODEL", help="GGUF model path (default: the demo model)")
+    p.add_argument(
+        "--list-devices", action=_ListDevices, help="print the available devices and exit"
+    )
+    flag("-a", "--alias", env="LLAMA_ARG_ALIAS", help="model name(s) for the API, comma-separated")
+    flag("--tags", env="LLAMA_ARG_TAGS", help="model tags, comma-separated (informational)")
+    flag(
+        "--offline",
+        action="store_true",
+        env="LLAMA_OFFLINE",
+        conv=env_bool,
+        help="never download (the demo model must already be cached)",
+    )
+    flag("--host", default="127.0.0.1", env="LLAMA_ARG_HOST")
+    flag("--port", type=int, default=8080, env="LLAMA_ARG_PORT")
+    flag("-c", "--ctx-size", dest="n_ctx", type=int, default=0, env="LLAMA_ARG_CTX_SIZE")
+    flag("-np", "--parallel", dest="n_parallel", type=int, default=-1, env="LLAMA_ARG_N_PARALLEL")
+    flag("-b", "--batch-size", dest="n_batch", type=int, default=2048, env="LLAMA_ARG_BATCH")
+    flag("-ub", "--ubatch-size", dest="n_ubatch", type=int, default=512, env="LLAMA_ARG_UBATCH")
+    flag("-t", "--threads", dest="n_threads", type=int, default=-1, env="LLAMA_ARG_THREADS")
+    flag("-tb", "--threads-batch", dest="n_threads_batch", type=int, default=-1)
+    flag(
+        "-ngl",
+        "--gpu-layers",
+        "--n-gpu-layers",
+        dest="n_gpu_layers",
+        default="auto",
+        env="LLAMA_ARG_N_GPU_LAYERS",
+    )
+    flag(
+        "-n",
+        "--predict",
+        "--n-predict",
+        dest="n_predict",
+        type=int,
+        default=-1,
+        env="LLAMA_ARG_N_PREDICT",
+    )
+    flag(
+        "--temp",
+        "--temperature",
+        dest="temperature",
+        type=float,
+        default=0.8,
+        env="LLAMA_ARG_TEMPERATURE",
+    )
+    flag("-s", "--seed", type=int, default=-1)
+    flag("-ctk", "--cache-type-k", dest="cache_type_k", default="f16", env="LLAMA_ARG_CACHE_TYPE_K")
+    flag("-ctv", "--cache-type-v", dest="cache_type_v", default="f16", env="LLAMA_ARG_CACHE_TYPE_V")
+    flag(
+        "-fa",
+        "--flash-attn",
+        dest="flash_attn",
+        default="auto",
+        choices=["on", "off", "auto"],
+        env="LLAMA_ARG_FLASH_ATTN",
+    )
+    switch(
+        ["-kvu", "--kv-unified"],
+        ["-no-kvu", "--no-kv-unified"],
+        "kv_unified",
+        "LLAMA_ARG_KV_UNIFIED",
+        "one KV buffer shared by all slots",
+    )
+    flag(
+        "--embedding",
+        "--embeddings",
+        dest="embeddings",
+        action="store_true",
+        env="LLAMA_ARG_EMBEDDINGS",
+        conv=env_bool,
+    )
+    flag(
+        "--reranking",
+        "--rerank",
+        dest="reranking",
+        action="store_true",
+        env="LLAMA_ARG_RERANKING",
+        conv=env_bool,
+    )
+    flag("--pooling", choices=["none", "mean", "cls", "last", "rank"], env="LLAMA_ARG_POOLING")
+    flag("--metrics", action="store_true", env="LLAMA_ARG_ENDPOINT_METRICS", conv=env_bool)
+    switch(
+        ["--slots"],
+        ["--no-slots"],
+        "slots",
+        "LLAMA_ARG_ENDPOINT_SLOTS",
+        "expose GET /slots (default: on)",
+    )
+    flag("--props", action="store_true", env="LLAMA_ARG_ENDPOINT_PROPS", conv=env_bool)
+    flag("--slot-save-path")
+    flag("--api-key", env="LLAMA_API_KEY", help="comma-separated keys")
+    flag("--api-key-file", env="LLAMA_ARG_API_KEY_FILE")
+    flag("--ssl-key-file", env="LLAMA_ARG_SSL_KEY_FILE")
+    flag("--ssl-cert-file", env="LLAMA_ARG_SSL_CERT_FILE")
+    flag("--chat-template", env="LLAMA_ARG_CHAT_TEMPLATE")
+    flag("--chat-template-file", env="LLAMA_ARG_CHAT_TEMPLATE_FILE")
+    flag("--chat-template-kwargs", env="LLAMA_ARG_CHAT_TEMPLATE_KWARGS")
+    switch(
+        ["--jinja"],
+        ["--no-jinja"],
+        "jinja",
+        "LLAMA_ARG_JINJA",
+        "jinja chat templates (default: on)",
+    )
+    flag(
+        "--reasoning-format",
+        default="auto",
+        choices=["none", "deepseek", "deepseek-legacy", "auto"],
+        env="LLAMA_ARG_THINK",
+    )
+    flag(
+        "-rea",
+        "--reasoning",
+        default="auto",
+        choices=["on", "off", "auto"],
+        env="LLAMA_ARG_REASONING",
+        help="thinking in templates that support it (off: an empty, closed block)",
+    )
+    flag("--lora", action="append", default=[], help="LoRA adapter path(s), comma-separated")
+    flag("--lora-scaled", action="append", default=[], help="FNAME:SCALE,...")
+    flag("--lora-init-without-apply", action="store_true")
+    switch(
+        ["--context-shift"],
+        ["--no-context-shift"],
+        "context_shift",
+        "LLAMA_ARG_CONTEXT_SHIFT",
+        "shift the context when generation fills it (default: off)",
+    )
+    flag("--keep", dest="n_keep", type=int, default=0)
+    flag("--spm-infill", action="store_true", help="infill: suffix before prefix")
+    flag(
+        "--no-prefill-assistant",
+        dest="prefill_assistant",
+        action="store_false",
+        env="LLAMA_ARG_NO_PREFILL_ASSISTANT",
+        conv=lambda v: not env_bool(v),
+        help="a final assistant message is closed, not continued",
+    )
+    flag("--cache-reuse", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE")
+    flag(
+        "-cram",
+        "--cache-ram",
+        type=int,
+        default=8192,
+        env="LLAMA_ARG_CACHE_RAM",
+        help="host-memory prompt cache in MiB (0: off, -1: no limit)",
+    )
+    switch(
+        ["--cache-idle-slots"],
+        ["--no-cache-idle-slots"],
+        "cache_idle_slots",
+        "LLAMA_ARG_CACHE_IDLE_SLOTS",
+        "save idle slots to the prompt cache on a new task (cleared with a unified KV cache)",
+    )
+    flag("-sps", "--slot-prompt-similarity", type=float, default=0.1)
+    flag(
+        "-md",
+        "--model-draft",
+        "--spec-draft-model",
+        dest="model_draft",
+        env="LLAMA_ARG_SPEC_DRAFT_MODEL",
+    )
+    flag("--spec-draft-n-max", type=int, default=3, env="LLAMA_ARG_SPEC_DRAFT_N_MAX")
+    flag("--spec-draft-n-min", type=int, default=0, env="LLAMA_ARG_SPEC_DRAFT_N_MIN")
+    flag(
+        "--spec-draft-p-min",
+        "--draft-p-min",
+        type=float,
+        default=0.0,
+        env="LLAMA_ARG_SPEC_DRAFT_P_MIN",
+    )
+    flag(
+        "-bs",
+        "--backend-sampling",
+        "--backend_sampling",  # the spelling llama.cpp's test suite passes
+        action="store_true",
+        env="LLAMA_ARG_BACKEND_SAMPLING",
+        conv=env_bool,
+        help="accepted for llama-server compatibility; pyllama samples on the host",
+    )
+    flag("--spec-type", env="LLAMA_ARG_SPEC_TYPE", help="none or draft-simple (comma list)")
+    flag("--spec-synth-len", type=float, env="LLAMA_ARG_SPEC_SYNTH_LEN", help="benchmarking")
+    flag("--spec-synth-rates", env="LLAMA_ARG_SPEC_SYNTH_RATES", help="benchmarking: P0,P1,...")
+    switch(
+        ["-cb", "--cont-batching"],
+        ["-nocb", "--no-cont-batching"],
+        "cont_batching",
+        "LLAMA_ARG_CONT_BATCHING",
+        "continuous batching (always on in pyllama)",
+    )
+    flag(
+        "--cors-origins",
+        env="LLAMA_ARG_CORS_ORIGINS",
+        help="comma-separated origins allowed by CORS (default: none, CORS off); "
+        "'localhost' allows any localhost origin, '*' any origin without credentials",
+    )
+    flag("--cors-methods", default="GET, POST, DELETE, OPTIONS", env="LLAMA_ARG_CORS_METHODS")
+    flag("--cors-headers", default="*", env="LLAMA_ARG_CORS_HEADERS")
+    switch(
+        ["--cors-credentials"],
+        ["--no-cors-credentials"],
+        "cors_credentials",
+        "LLAMA_ARG_CORS_CREDENTIALS",
+        "allow credentials for the listed origins (default: on; never with '*')",
+    )
+    switch(
+        ["--webui"],
+        ["--no-webui", "--no-ui"],
+        "webui",
+        "LLAMA_ARG_WEBUI",
+        "pyllama has no web UI; accepted for compatibility",
+    )
+    flag(
+        "--tools",
+        env="LLAMA_ARG_TOOLS",
+        help="experimental: built-in tools for agents on /tools, comma-separated, or 'all' "
+        "(read_file, file_glob_search, grep_search, exec_shell_command, write_file, edit_file, "
+        "get_info); do not enable in untrusted environments. Limits --cors-origins to "
+        "localhost by default",
+    )
+    flag(
+        "--tools-runtime",
+        default="",
+        env="LLAMA_ARG_TOOLS_RUNTIME",
+        help="experimental: run tools in docker:<image>, podman:<image>, "
+        "docker-container:<id>, podman-container:<id> or ssh:<target>",
+    )
+    flag(
+        "--mcp-servers-config",
+        env="LLAMA_ARG_MCP_SERVERS_CONFIG",
+        help="experimental: a JSON file of MCP servers (Cursor's mcpServers format), whose "
+        "tools are served on /tools. Limits --cors-origins to localhost by default",
+    )
+    flag(
+        "--mcp-servers-json",
+        env="LLAMA_ARG_MCP_SERVERS_JSON",
+        help="experimental: the same MCP server definitions, inline",
+    )
+    switch(
+        ["--ui-mcp-proxy", "--webui-mcp-proxy"],
+        ["--no-ui-mcp-proxy", "--no-webui-mcp-proxy"],
+        "ui_mcp_proxy",
+        "LLAMA_ARG_UI_MCP_PROXY",
+        "experimental: the /cors-proxy the web UI uses to reach MCP servers (default: off)",
+    )
+    switch(
+        ["-ag", "--agent"],
+        ["-no-ag", "--no-agent"],
+        "agent",
+        "LLAMA_ARG_AGENT",
+        "the CORS proxy and all built-in tools; limits --cors-origins to localhost by default",
+    )
+    flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
+    flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
+    flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
+    flag("--models-dir", env="LLAMA_ARG_MODELS_DIR", help="router mode: a directory of GGUF models")
+    flag(
+        "--models-preset", env="LLAMA_ARG_MODELS_PRESET", help="router mode: an INI file of models"
+    )
+    flag(
+        "--models-max",
+        type=int,
+        default=None,
+        env="LLAMA_ARG_MODELS_MAX",
+        help="router mode: models loaded at once (default 4, 0: no limit)",
+    )
+    switch(
+        ["--models-autoload"],
+        ["--no-models-autoload"],
+        "models_autoload",
+        "LLAMA_ARG_MODELS_AUTOLOAD",
+        "router mode: load a model when a request names it (default on)",
+    )
+    flag(
+        "--sleep-idle-seconds",
+        type=int,
+        default=-1,
+        env="LLAMA_ARG_SLEEP_IDLE_SECONDS",
+        help="free the model after this many idle seconds, reload it on the next request (-1: never)",
+    )
+    flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
+    return p, envs
