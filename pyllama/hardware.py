@@ -52,10 +52,11 @@ def cpu_variant() -> str:
 
 def summary() -> str:
     """One line for logs: each device, and the CPU variant."""
+    variant = cpu_variant()
     parts = []
     for d in devices():
         name = f"{d.name} ({d.description})"
-        if d.type == "cpu" and cpu_variant():
-            name += f", variant {cpu_variant()}"
+        if d.type == "cpu" and variant:
+            name += f", variant {variant}"
         parts.append(name)
     return "; ".join(parts)

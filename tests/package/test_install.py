@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import time
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,34 +25,18 @@ import httpx
 import pytest
 
 from helpers.servers import free_port
+from helpers.venvs import PIP, new_venv, run_ok
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input"]
-
-
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    assert r.returncode == 0, (
-        f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
-    )
-    return r
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, *PIP, "wheel", "--no-deps", "-w", str(out), str(ROOT)], timeout=1800)
+    run_ok([sys.executable, *PIP, "wheel", "--no-deps", "-w", str(out), str(ROOT)], timeout=1800)
     (built,) = out.glob("pyllama-*.whl")
     return built
-
-
-def _venv(where: Path, requirement: str) -> Path:
-    """A new venv (with pip, nothing else) holding ``requirement``; its bin directory."""
-    venv.create(where, with_pip=True)
-    bin_dir = where / "bin"
-    _run([str(bin_dir / "python"), *PIP, "install", "-q", requirement], timeout=900)
-    return bin_dir
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +55,12 @@ def user_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def server_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _venv(tmp_path_factory.mktemp("venv-server"), f"{wheel}[server]")
+    return new_venv(tmp_path_factory.mktemp("venv-server"), f"{wheel}[server]")
 
 
 @pytest.fixture(scope="module")
 def base_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _venv(tmp_path_factory.mktemp("venv-base"), str(wheel))
+    return new_venv(tmp_path_factory.mktemp("venv-base"), str(wheel))
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +113,7 @@ def test_the_public_server_imports_work_from_the_wheel(server_venv: Path, home: 
         "from pyllama.server import Settings, create_app\n"
         "print(type(create_app(Settings(model='unused.gguf'))).__name__)"
     )
-    r = _run([str(server_venv / "python"), "-c", code], cwd=home)
+    r = run_ok([str(server_venv / "python"), "-c", code], cwd=home)
     assert r.stdout.strip() == "Starlette"
 
 
@@ -147,9 +130,9 @@ def test_the_readme_client_snippets_answer_it(served: str, block: str, capsys):
 
 def test_no_extra_imports_and_generates(base_venv: Path, user_env: dict[str, str], home: Path):
     py = str(base_venv / "python")
-    r = _run([py, "-c", "import pyllama; print(pyllama.__version__)"], cwd=home)
+    r = run_ok([py, "-c", "import pyllama; print(pyllama.__version__)"], cwd=home)
     assert r.stdout.strip()
-    r = _run(
+    r = run_ok(
         [str(base_venv / "pyllama"), "-n", "4", "The capital of France is"],
         cwd=home,
         env=user_env,

@@ -16,23 +16,15 @@ import os
 import subprocess
 import sys
 import tarfile
-import venv
 from pathlib import Path
 
 import pytest
 
+from helpers.venvs import PIP, new_venv, run_ok
+
 ROOT = Path(__file__).resolve().parents[2]
-PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input"]
 BUILD_REQUIREMENTS = ["scikit-build-core>=0.10", "pybind11>=2.13", "cmake>=3.21", "ninja"]
 PROMPT = "The capital of France is"
-
-
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    assert r.returncode == 0, (
-        f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    )
-    return r
 
 
 def _offline(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -49,17 +41,14 @@ def _offline(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
 def build_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv holding the build requirements and the package's own dependencies."""
     where = tmp_path_factory.mktemp("build-venv")
-    venv.create(where, with_pip=True)
-    py = where / "bin" / "python"
-    _run([str(py), *PIP, "install", "-q", *BUILD_REQUIREMENTS, "numpy>=1.24", "jinja2>=3.1.6"])
-    return py
+    return new_venv(where, *BUILD_REQUIREMENTS, "numpy>=1.24", "jinja2>=3.1.6") / "python"
 
 
 @pytest.fixture(scope="module")
 def sdist(build_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sdist")
     code = f"from scikit_build_core.build import build_sdist; build_sdist({str(out)!r})"
-    _run([str(build_env), "-c", code], cwd=ROOT)
+    run_ok([str(build_env), "-c", code], cwd=ROOT)
     (built,) = out.glob("pyllama-*.tar.gz")
     return built
 
@@ -102,16 +91,16 @@ def test_the_sdist_builds_offline_and_generates(
             str(sdist),
         ]
     )
-    r = _run(cmd, env=env, cwd=tmp_path, timeout=3600)
+    r = run_ok(cmd, env=env, cwd=tmp_path, timeout=3600)
     assert "vendor/llama.cpp missing" not in r.stdout  # nothing was fetched
     (wheel,) = wheels.glob("pyllama-*.whl")
-    _run([str(build_env), *PIP, "install", "--no-index", "--no-deps", str(wheel)], cwd=tmp_path)
+    run_ok([str(build_env), *PIP, "install", "--no-index", "--no-deps", str(wheel)], cwd=tmp_path)
     code = (
         "import sys, pyllama\n"
         "llm = pyllama.Llama(sys.argv[1], n_ctx=256, n_threads=2)\n"
         "out = llm.create_completion(sys.argv[2], max_tokens=12, temperature=0)\n"
         "print(out['choices'][0]['text'])"
     )
-    from_sdist = _run([str(build_env), "-c", code, smollm_path, PROMPT], cwd=tmp_path).stdout
-    here = _run([sys.executable, "-c", code, smollm_path, PROMPT], cwd=tmp_path).stdout
+    from_sdist = run_ok([str(build_env), "-c", code, smollm_path, PROMPT], cwd=tmp_path).stdout
+    here = run_ok([sys.executable, "-c", code, smollm_path, PROMPT], cwd=tmp_path).stdout
     assert from_sdist == here and from_sdist.strip()
