@@ -1,6 +1,9 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "core/model.hpp"
@@ -9,22 +12,42 @@ namespace py = pybind11;
 
 namespace pyllama {
 
+namespace {
+llama_split_mode parse_split_mode(const std::string & name) {
+    if (name == "none") return LLAMA_SPLIT_MODE_NONE;
+    if (name == "layer") return LLAMA_SPLIT_MODE_LAYER;
+    if (name == "row") return LLAMA_SPLIT_MODE_ROW;
+    if (name == "tensor") return LLAMA_SPLIT_MODE_TENSOR;
+    throw std::invalid_argument("split_mode must be none, layer, row or tensor, got '" + name + "'");
+}
+}  // namespace
+
 void register_model(py::module_ & m) {
     py::class_<Model, std::shared_ptr<Model>>(m, "Model", "A loaded GGUF model (immutable, thread-safe).")
         .def(py::init([](const std::string & path, int32_t n_gpu_layers, bool use_mmap, bool use_mlock,
-                         bool vocab_only, bool check_tensors) {
+                         bool vocab_only, bool check_tensors, std::vector<std::string> devices,
+                         const std::string & split_mode, int32_t main_gpu, std::vector<float> tensor_split) {
                  ModelParams p;
                  p.n_gpu_layers = n_gpu_layers;
                  p.use_mmap = use_mmap;
                  p.use_mlock = use_mlock;
                  p.vocab_only = vocab_only;
                  p.check_tensors = check_tensors;
+                 p.devices = std::move(devices);
+                 p.split_mode = parse_split_mode(split_mode);
+                 p.main_gpu = main_gpu;
+                 p.tensor_split = std::move(tensor_split);
                  // Loading reads the whole file: release the GIL. Arguments are plain C++ by now.
                  py::gil_scoped_release release;
                  return std::make_shared<Model>(path, p);
              }),
              py::arg("path"), py::kw_only(), py::arg("n_gpu_layers") = -1, py::arg("use_mmap") = true,
-             py::arg("use_mlock") = false, py::arg("vocab_only") = false, py::arg("check_tensors") = false)
+             py::arg("use_mlock") = false, py::arg("vocab_only") = false, py::arg("check_tensors") = false,
+             py::arg("devices") = std::vector<std::string>{}, py::arg("split_mode") = "layer",
+             py::arg("main_gpu") = 0, py::arg("tensor_split") = std::vector<float>{},
+             "Load a GGUF model. ``devices``: ggml device names to offload to (``['none']``: none; "
+             "empty: every GPU); ``split_mode``: none, layer, row or tensor (llama-server's "
+             "--split-mode); ``tensor_split``: proportions per device.")
         .def_property_readonly("path", &Model::path)
         .def_property_readonly("n_vocab", &Model::n_vocab)
         .def_property_readonly("n_ctx_train", [](const Model & s) { return llama_model_n_ctx_train(s.get()); })

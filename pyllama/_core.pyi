@@ -13,8 +13,10 @@ class Model:
     """
     A loaded GGUF model (immutable, thread-safe).
     """
-    def __init__(self, path: str, *, n_gpu_layers: typing.SupportsInt | typing.SupportsIndex = -1, use_mmap: bool = True, use_mlock: bool = False, vocab_only: bool = False, check_tensors: bool = False) -> None:
-        ...
+    def __init__(self, path: str, *, n_gpu_layers: typing.SupportsInt | typing.SupportsIndex = -1, use_mmap: bool = True, use_mlock: bool = False, vocab_only: bool = False, check_tensors: bool = False, devices: collections.abc.Sequence[str] = [], split_mode: str = 'layer', main_gpu: typing.SupportsInt | typing.SupportsIndex = 0, tensor_split: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = []) -> None:
+        """
+        Load a GGUF model. ``devices``: ggml device names to offload to (``['none']``: none; empty: every GPU); ``split_mode``: none, layer, row or tensor (llama-server's --split-mode); ``tensor_split``: proportions per device.
+        """
     def chat_template(self, name: str = '') -> str:
         """
         The model's chat template (named variant when name is given); '' when absent.

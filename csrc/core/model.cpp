@@ -1,5 +1,6 @@
 #include "core/model.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <stdexcept>
@@ -9,6 +10,25 @@
 
 namespace pyllama {
 
+std::vector<ggml_backend_dev_t> offload_devices(const std::vector<std::string> & names) {
+    std::vector<ggml_backend_dev_t> out;
+    if (names.empty()) {
+        return out;  // llama.cpp's default: every GPU device
+    }
+    if (names.size() == 1 && names[0] == "none") {
+        return {nullptr};  // an empty, terminated list: offload nothing
+    }
+    for (const std::string & name : names) {
+        ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+        if (dev == nullptr || ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+            throw std::invalid_argument("invalid device: " + name);  // llama-server's words
+        }
+        out.push_back(dev);
+    }
+    out.push_back(nullptr);
+    return out;
+}
+
 Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
     if (std::FILE * f = std::fopen(path.c_str(), "rb")) {
         std::fclose(f);
@@ -17,6 +37,23 @@ Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
     }
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = p.n_gpu_layers;
+    mp.split_mode = p.split_mode;
+    mp.main_gpu = p.main_gpu;
+    // both lists are read during the load only: locals outlive it
+    std::vector<ggml_backend_dev_t> devices = offload_devices(p.devices);
+    if (!devices.empty()) {
+        mp.devices = devices.data();
+    }
+    std::vector<float> split(llama_max_devices(), 0.0f);
+    if (!p.tensor_split.empty()) {
+        if (p.tensor_split.size() > split.size()) {
+            throw std::invalid_argument("tensor_split has " + std::to_string(p.tensor_split.size()) +
+                                        " proportions, but llama.cpp supports at most " + std::to_string(split.size()) +
+                                        " devices");
+        }
+        std::copy(p.tensor_split.begin(), p.tensor_split.end(), split.begin());
+        mp.tensor_split = split.data();
+    }
     mp.vocab_only = p.vocab_only;
     mp.check_tensors = p.check_tensors;
     if (p.use_mmap) {

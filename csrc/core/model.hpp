@@ -13,11 +13,21 @@ namespace pyllama {
 
 struct ModelParams {
     int32_t n_gpu_layers = -1;  // -1: all layers on the GPU backend when there is one
+    // Devices to offload to, by ggml name ("CUDA0", "Vulkan1"); empty: every GPU device;
+    // {"none"}: none (llama-server's --device).
+    std::vector<std::string> devices;
+    llama_split_mode split_mode = LLAMA_SPLIT_MODE_LAYER;
+    int32_t main_gpu = 0;
+    std::vector<float> tensor_split;  // proportions per device; empty: by free memory
     bool use_mmap = true;
     bool use_mlock = false;
     bool vocab_only = false;
     bool check_tensors = false;
 };
+
+// ``names`` as llama_model_params.devices wants them (null-terminated; empty: the default).
+// Throws std::invalid_argument naming an unknown or CPU device.
+std::vector<ggml_backend_dev_t> offload_devices(const std::vector<std::string> & names);
 
 class Model {
 public:

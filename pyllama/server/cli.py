@@ -157,6 +157,7 @@ def parse_args(
     except ValueError:
         parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
     spec_types, synth = _speculative(parser, a)
+    devices, tensor_split = _offload(parser, a)
     tools = _split(a.tools) or (["all"] if a.agent else [])
     # tools can read and write files: only pages served from localhost may call them
     agent_tools = bool(tools or a.mcp_servers_config or a.mcp_servers_json)
@@ -173,7 +174,11 @@ def parse_args(
         n_ubatch=a.n_ubatch,
         n_threads=a.n_threads,
         n_threads_batch=a.n_threads_batch,
-        n_gpu_layers=str(a.n_gpu_layers),
+        n_gpu_layers=str(a.n_gpu_layers or "auto"),
+        devices=devices,
+        split_mode=a.split_mode or "layer",
+        main_gpu=a.main_gpu or 0,
+        tensor_split=tensor_split,
         n_predict=a.n_predict,
         temperature=a.temperature,
         seed=a.seed,
@@ -237,6 +242,53 @@ def parse_args(
         if router
         else [],
     )
+
+
+_OFFLOAD_FLAGS = {
+    "n_gpu_layers": "--gpu-layers",
+    "split_mode": "--split-mode",
+    "tensor_split": "--tensor-split",
+    "main_gpu": "--main-gpu",
+}
+
+
+def _offload(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[list, list]:
+    """--device and --tensor-split checked as llama-server checks them; the offload flags
+    warn, as llama-server's do, when no GPU backend is loaded to honour them."""
+    ngl = a.n_gpu_layers
+    if ngl is not None and ngl not in ("auto", "all"):
+        try:
+            int(ngl)
+        except ValueError:
+            parser.error(f"--gpu-layers must be a number, 'auto' or 'all', got '{ngl}'")
+    try:
+        split = (
+            [float(v) for v in a.tensor_split.replace("/", ",").split(",") if v.strip()]
+            if a.tensor_split
+            else []
+        )
+    except ValueError:
+        parser.error(f"--tensor-split must be numbers separated by commas, got '{a.tensor_split}'")
+    devices = _split(a.device)
+    if a.device is not None and not devices:
+        parser.error("--device: no devices specified")
+    given = [flag for dest, flag in _OFFLOAD_FLAGS.items() if getattr(a, dest) is not None]
+    if devices == ["none"] or not (devices or given):
+        return devices, split  # nothing that needs the compiled module
+    from pyllama import hardware  # loads the backends: only when an offload flag is given
+
+    gpus = {d.name for d in hardware.devices() if d.type != "cpu"}
+    for name in devices:
+        if name not in gpus:
+            known = ", ".join(sorted(gpus)) or "none; see pyllama-server --list-devices"
+            parser.error(f"invalid device: {name} (available: {known})")
+    if not gpus and given:
+        print(
+            f"pyllama-server: warning: no GPU device is loaded, so {', '.join(given)} "
+            "has no effect (pyllama-server --list-devices shows the devices)",
+            file=sys.stderr,
+        )
+    return devices, split
 
 
 def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[list, list]:

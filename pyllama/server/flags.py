@@ -92,13 +92,41 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     flag("-ub", "--ubatch-size", dest="n_ubatch", type=int, default=512, env="LLAMA_ARG_UBATCH")
     flag("-t", "--threads", dest="n_threads", type=int, default=-1, env="LLAMA_ARG_THREADS")
     flag("-tb", "--threads-batch", dest="n_threads_batch", type=int, default=-1)
+    # offload flags default to None so that parse_args can tell a given flag from a default
     flag(
         "-ngl",
         "--gpu-layers",
         "--n-gpu-layers",
         dest="n_gpu_layers",
-        default="auto",
+        default=None,
         env="LLAMA_ARG_N_GPU_LAYERS",
+        help="layers to store in VRAM: a number, 'auto' or 'all' (default: auto)",
+    )
+    flag(
+        "-dev",
+        "--device",
+        env="LLAMA_ARG_DEVICE",
+        help="devices to offload to, comma-separated (none: no offload; see --list-devices)",
+    )
+    flag(
+        "-sm",
+        "--split-mode",
+        choices=["none", "layer", "row", "tensor"],
+        env="LLAMA_ARG_SPLIT_MODE",
+        help="how to split the model across GPUs (default: layer)",
+    )
+    flag(
+        "-ts",
+        "--tensor-split",
+        env="LLAMA_ARG_TENSOR_SPLIT",
+        help="proportion of the model per GPU, comma-separated, e.g. 3,1",
+    )
+    flag(
+        "-mg",
+        "--main-gpu",
+        type=int,
+        env="LLAMA_ARG_MAIN_GPU",
+        help="the GPU for the whole model (split-mode none) or for KV and results (row)",
     )
     flag(
         "-n",

@@ -50,6 +50,10 @@ class Settings:
     n_threads: int = -1
     n_threads_batch: int = -1
     n_gpu_layers: str = "auto"
+    devices: list[str] = field(default_factory=list)  # [] every GPU; ["none"] no offload
+    split_mode: str = "layer"
+    main_gpu: int = 0
+    tensor_split: list[float] = field(default_factory=list)
     n_predict: int = -1
     temperature: float = 0.8
     seed: int = -1

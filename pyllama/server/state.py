@@ -97,14 +97,21 @@ class ServerState:
             if file is not None:
                 check_model_file(file)
         ngl = -1 if s.n_gpu_layers in ("auto", "all") else int(s.n_gpu_layers)
-        model = _core.Model(path, n_gpu_layers=ngl)
+        placement = dict(
+            n_gpu_layers=ngl,
+            devices=s.devices,
+            split_mode=s.split_mode,
+            main_gpu=s.main_gpu,
+            tensor_split=s.tensor_split,
+        )
+        model = _core.Model(path, **placement)
         n_ctx = s.n_ctx or model.n_ctx_train
         auto = s.n_parallel < 0
         n_parallel = 4 if auto else s.n_parallel
         unified = auto if s.kv_unified is None else s.kv_unified
         threads = s.n_threads if s.n_threads > 0 else default_threads()
         drafting = s.model_draft is not None and s.spec_types != ["none"]
-        draft = _core.Model(s.model_draft, n_gpu_layers=ngl) if drafting else None
+        draft = _core.Model(s.model_draft, **placement) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         core = _core.Engine(
             model,
