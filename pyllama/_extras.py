@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["EXTRAS", "MissingExtraError", "missing", "require"]
+__all__ = ["DISTRIBUTION", "EXTRAS", "MissingExtraError", "missing", "require"]
+
+# what pip installs (pyproject.toml's name); the import package is pyllama
+DISTRIBUTION = "pyllama-engine"
 
 # import names, which are also the distribution names of these packages
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -34,5 +37,5 @@ def require(extra: str, feature: str) -> None:
     if gone:
         raise MissingExtraError(
             f"{feature} needs {', '.join(gone)}, which the '{extra}' extra installs: "
-            f"pip install 'pyllama[{extra}]'"
+            f"pip install '{DISTRIBUTION}[{extra}]'"
         )

@@ -485,13 +485,9 @@ def _pull(
 
 
 def _client(token: str | None) -> httpx.Client:
-    from importlib.metadata import PackageNotFoundError, version
+    from pyllama import __version__
 
-    try:
-        ua = f"pyllama/{version('pyllama')}"
-    except PackageNotFoundError:
-        ua = "pyllama"
-    headers = {"User-Agent": ua}
+    headers = {"User-Agent": f"pyllama/{__version__}"}
     if token:
         # httpx drops this header when the hub redirects to another host (its file CDN)
         headers["Authorization"] = f"Bearer {token}"

@@ -1,7 +1,7 @@
 """pyllama-server: llama-server's REST API on Starlette, over the C++ engine.
 
 ``create_app`` and ``serve`` are imported on first use, so that ``pyllama-server`` can say
-which extra is missing (``pip install 'pyllama[server]'``) in one line instead of failing
+which extra is missing (``pip install 'pyllama-engine[server]'``) in one line instead of failing
 inside this package's import.
 """
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pyllama._extras import EXTRAS
+from pyllama._extras import DISTRIBUTION, EXTRAS
 
 from helpers.imports import imports
 
@@ -59,7 +59,7 @@ def _declared() -> dict[str, frozenset[str]]:
             m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?", req)
             assert m, req
             name = _normalize(m[1])
-            if name == "pyllama":  # pyllama[server] inside another extra
+            if name == DISTRIBUTION:  # pyllama-engine[server] inside another extra
                 for extra in (m[2] or "").split(","):
                     if extra.strip() not in seen:
                         out |= names(extras[extra.strip()], seen | {extra.strip()})
@@ -165,3 +165,10 @@ def test_the_extras_table_matches_pyproject(extra: str):
     }
     wanted = {name for name in imported if _distributions_of().get(name, frozenset()) & own}
     assert set(EXTRAS[extra]) == wanted
+
+
+def test_the_distribution_name_is_the_one_the_errors_name():
+    """``require``'s line says ``pip install 'DISTRIBUTION[extra]'``: the name pip knows."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION
+    assert _normalize(DISTRIBUTION) not in ("pyllama", "pyllama-server")  # unrelated projects

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +36,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     run_ok([sys.executable, *PIP, "wheel", "--no-deps", "-w", str(out), str(ROOT)], timeout=1800)
-    (built,) = out.glob("pyllama-*.whl")
+    (built,) = out.glob("pyllama_engine-*.whl")
     return built
 
 
@@ -97,6 +98,18 @@ def served(server_venv: Path, user_env: dict[str, str], home: Path) -> Iterator[
             proc.wait(timeout=30)
 
 
+def test_the_wheel_carries_the_license_texts(wheel: Path):
+    """pyllama's own MIT text in the .dist-info, and the texts of the MIT code compiled into
+    its libraries: llama.cpp/ggml and what llama-common embeds."""
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        ours = [n for n in names if ".dist-info/" in n and n.endswith("/LICENSE")]
+        assert ours, names
+        for part in ("llama.cpp", "nlohmann-json", "cpp-httplib"):
+            text = z.read(f"pyllama/licenses/{part}.LICENSE").decode()
+            assert "MIT License" in text and "Permission is hereby granted" in text, part
+
+
 def test_the_server_extra_alone_serves_the_demo_model(served: str):
     r = httpx.post(
         served + "/v1/chat/completions",
@@ -153,7 +166,7 @@ def test_no_extra_server_names_the_extra(base_venv: Path, user_env: dict[str, st
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
         "pyllama-server: pyllama-server needs starlette, uvicorn, orjson, pydantic, httpx, "
-        "which the 'server' extra installs: pip install 'pyllama[server]'"
+        "which the 'server' extra installs: pip install 'pyllama-engine[server]'"
     ]
 
 
@@ -166,4 +179,4 @@ def test_no_extra_converter_names_the_extra(base_venv: Path, user_env: dict[str,
         timeout=120,
     )
     assert r.returncode == 1
-    assert "pip install 'pyllama[convert]'" in r.stderr and "Traceback" not in r.stderr
+    assert "pip install 'pyllama-engine[convert]'" in r.stderr and "Traceback" not in r.stderr

@@ -49,7 +49,7 @@ def sdist(build_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sdist")
     code = f"from scikit_build_core.build import build_sdist; build_sdist({str(out)!r})"
     run_ok([str(build_env), "-c", code], cwd=ROOT)
-    (built,) = out.glob("pyllama-*.tar.gz")
+    (built,) = out.glob("pyllama_engine-*.tar.gz")
     return built
 
 
@@ -93,7 +93,7 @@ def test_the_sdist_builds_offline_and_generates(
     )
     r = run_ok(cmd, env=env, cwd=tmp_path, timeout=3600)
     assert "vendor/llama.cpp missing" not in r.stdout  # nothing was fetched
-    (wheel,) = wheels.glob("pyllama-*.whl")
+    (wheel,) = wheels.glob("pyllama_engine-*.whl")
     run_ok([str(build_env), *PIP, "install", "--no-index", "--no-deps", str(wheel)], cwd=tmp_path)
     code = (
         "import sys, pyllama\n"
