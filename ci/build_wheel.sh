@@ -47,7 +47,7 @@ for py in $PYTHONS; do
     -Ccmake.define.PYLLAMA_CPU_ALL_VARIANTS=ON
   raw=$(ls "$WORK"/raw/*.whl)
   # libgomp (ggml-cpu's OpenMP) is the one library outside the manylinux set: grafted
-  "$WORK/tools/bin/auditwheel" repair -q --plat "$PLAT" -w "$OUT" "$raw"
+  "$WORK/tools/bin/auditwheel" repair --plat "$PLAT" -w "$OUT" "$raw"
   wheel=$(ls -t "$OUT"/*-cp${py/./}-*.whl | head -1)
   "$WORK/tools/bin/auditwheel" show "$wheel" | tee -a "$REPORT"
   variants=$(unzip -l "$wheel" | grep -o 'libggml-cpu-[a-z0-9_]*\.so' | sort -u | sed 's/libggml-cpu-//; s/\.so//' | tr '\n' ' ')
