@@ -73,11 +73,12 @@ def run_build(python: str, env: dict[str, str], model: str, args: argparse.Names
 
 
 def run_llama_bench(binary: str, model: str, args: argparse.Namespace) -> dict:
+    """llama-bench's best pp and tg; its CPU flags are the ones it was built with."""
     cmd = [binary, "-m", model, "-t", str(args.threads), "-p", str(args.pp), "-n", str(args.tg)]
     cmd += ["-b", str(args.pp), "-ub", str(args.pp), "-r", "3", "-o", "json"]
     rows = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     best = {("pp" if r["n_prompt"] else "tg"): max(r["samples_ts"]) for r in rows}
-    return {"variant": "x86-64-v3 (static)", **best}
+    return {"variant": "(static build)", **best}
 
 
 def parse_build(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -96,12 +97,13 @@ def main() -> int:
     ap.add_argument("--pp", type=int, default=512)
     ap.add_argument("--tg", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
+    default_bench = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
     ap.add_argument(
         "--llama-bench",
-        default=str(
-            Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
-            / "peer/bin/llama-bench"
-        ),
+        action="append",
+        default=[],
+        help="label=path of a llama-bench; the first is the ratios' reference "
+        "(default: ci/build_peer.sh's, x86-64-v3)",
     )
     ap.add_argument("--json", help="append the results to this JSONL file")
     args = ap.parse_args()
@@ -110,16 +112,20 @@ def main() -> int:
 
         args.model = demo_model()
     builds = [parse_build(b) for b in args.build]
+    benches = [b.split("=", 1) for b in args.llama_bench] or [
+        ["llama-bench", str(default_bench / "peer/bin/llama-bench")]
+    ]
     best: dict[str, dict] = {}
     for _ in range(args.rounds):
         for label, python, env in builds:
             r = run_build(python, env, args.model, args)
             b = best.setdefault(label, r)
             b["pp"], b["tg"] = max(b["pp"], r["pp"]), max(b["tg"], r["tg"])
-        r = run_llama_bench(args.llama_bench, args.model, args)
-        b = best.setdefault("llama-bench", r)
-        b["pp"], b["tg"] = max(b["pp"], r["pp"]), max(b["tg"], r["tg"])
-    ref = best["llama-bench"]
+        for label, binary in benches:
+            r = run_llama_bench(binary, args.model, args)
+            b = best.setdefault(label, r)
+            b["pp"], b["tg"] = max(b["pp"], r["pp"]), max(b["tg"], r["tg"])
+    ref = best[benches[0][0]]
     print(f"| build | CPU variant | pp{args.pp} tok/s | tg{args.tg} tok/s | pp ratio | tg ratio |")
     print("| --- | --- | --- | --- | --- | --- |")
     for label, r in best.items():

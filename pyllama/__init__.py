@@ -2,7 +2,9 @@
 
 try:
     from pyllama import _core  # noqa: F401
-except ImportError as e:  # pragma: no cover - depends on how Python was started
+except ModuleNotFoundError as e:  # pragma: no cover - depends on how Python was started
+    # only a missing file: any other ImportError (a CPU variant refused, a library that
+    # will not load) carries its own message, which must reach the user as it is
     raise ImportError(
         f"pyllama's compiled module is missing next to {__file__}. This is the source tree, "
         "not the installed package: run from another directory, use the `pyllama` command, "

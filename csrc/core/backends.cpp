@@ -94,7 +94,20 @@ std::string module_dir() {
 void load_backends(const std::string & dir) {
     static std::once_flag once;
     std::call_once(once, [&] {
-#ifdef _WIN32
+#ifndef PYLLAMA_BACKEND_DL
+        // A native build (GGML_NATIVE=on): its backends are linked into libggml and
+        // registered already; there is nothing to choose.
+        (void)dir;
+        if (const char * want = std::getenv("PYLLAMA_CPU_VARIANT"); want != nullptr && *want) {
+            throw std::runtime_error(std::string("PYLLAMA_CPU_VARIANT=") + want +
+                                     ": this build has one CPU backend built for this machine "
+                                     "(GGML_NATIVE), no variants");
+        }
+        for (size_t i = 0; i < ggml_backend_reg_count(); ++i) {
+            ggml_backend_reg_t reg = ggml_backend_reg_get(i);
+            g_loaded.push_back({ggml_backend_reg_name(reg), "", "", 1});
+        }
+#elif defined(_WIN32)
         ggml_backend_load_all_from_path(dir.c_str());
 #else
         // libggml-<backend>[-<variant>].so, grouped by backend

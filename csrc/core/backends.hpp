@@ -2,6 +2,8 @@
 // variants (libggml-cpu-<variant>.so in a release wheel, one libggml-cpu.so in a source
 // build) and GPU plugins (libggml-cuda.so ...). They are loaded from there once, when _core
 // is imported, before any model: ggml's own default would search python's folder.
+// A native build (GGML_NATIVE=on) cannot load modules (ggml refuses the pair on x86): its
+// backends are linked into libggml, and loading only lists them.
 #pragma once
 
 #include <string>
