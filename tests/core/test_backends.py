@@ -57,7 +57,9 @@ def test_a_cpu_variant_that_is_not_built_is_refused_by_name():
     r = _python("import pyllama", PYLLAMA_CPU_VARIANT="nosuchvariant")
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]  # the error itself, not a generic one
-    assert last.startswith("ImportError: PYLLAMA_CPU_VARIANT=nosuchvariant: no such CPU variant (built: ")
+    assert last.startswith(
+        "ImportError: PYLLAMA_CPU_VARIANT=nosuchvariant: no such CPU variant (built: "
+    )
 
 
 def test_the_built_variant_can_be_named():

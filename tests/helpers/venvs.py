@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import venv
 from pathlib import Path
@@ -20,10 +21,16 @@ def run_ok(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
     return r
 
 
-def new_venv(where: Path, *requirements: str) -> Path:
-    """A new venv (pip and nothing else) holding ``requirements``; its bin directory."""
+def new_venv(where: Path, *requirements: str, no_compiler: bool = False) -> Path:
+    """A new venv (pip and nothing else) holding ``requirements``; its bin directory.
+    ``no_compiler``: pip runs with only the venv on PATH, so that anything it would have
+    to compile (no wheel for this machine) fails instead of quietly building."""
     venv.create(where, with_pip=True)
     bin_dir = where / "bin"
+    env = {**os.environ, "PATH": str(bin_dir)} if no_compiler else None
     if requirements:
-        run_ok([str(bin_dir / "python"), *PIP, "install", "-q", *requirements], timeout=900)
+        cmd = [str(bin_dir / "python"), *PIP, "install", "-q", *requirements]
+        if no_compiler:
+            cmd.append("--only-binary=:all:")
+        run_ok(cmd, timeout=900, env=env)
     return bin_dir

@@ -56,7 +56,9 @@ def user_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def server_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return new_venv(tmp_path_factory.mktemp("venv-server"), f"{wheel}[server]")
+    # as on a user's machine without a compiler: the wheel and its dependencies install
+    # from binaries alone
+    return new_venv(tmp_path_factory.mktemp("venv-server"), f"{wheel}[server]", no_compiler=True)
 
 
 @pytest.fixture(scope="module")
