@@ -14,7 +14,8 @@ import pytest
 
 import pyllama
 from pyllama import _core
-from tests.helpers.servers import running_server
+
+from helpers.servers import running_server
 
 GPUS = [d.name for d in pyllama.devices() if d.type != "cpu"]
 
