@@ -53,7 +53,12 @@ def test_the_variables_set_them_too():
     code = "from pyllama.server.cli import parse_args; s = parse_args([]); print(s.split_mode)"
     env = {**os.environ, "LLAMA_ARG_SPLIT_MODE": "row", "LLAMA_ARG_DEVICE": "none"}
     r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),  # the installed package, not the checkout's source tree
+        env=env,
+        timeout=120,
     )
     assert r.returncode == 0 and r.stdout.strip() == "row", r.stderr
 
