@@ -116,15 +116,16 @@ def main() -> int:
         ["llama-bench", str(default_bench / "peer/bin/llama-bench")]
     ]
     best: dict[str, dict] = {}
+
+    def keep_best(label: str, r: dict) -> None:
+        b = best.setdefault(label, r)
+        b["pp"], b["tg"] = max(b["pp"], r["pp"]), max(b["tg"], r["tg"])
+
     for _ in range(args.rounds):
         for label, python, env in builds:
-            r = run_build(python, env, args.model, args)
-            b = best.setdefault(label, r)
-            b["pp"], b["tg"] = max(b["pp"], r["pp"]), max(b["tg"], r["tg"])
+            keep_best(label, run_build(python, env, args.model, args))
         for label, binary in benches:
-            r = run_llama_bench(binary, args.model, args)
-            b = best.setdefault(label, r)
-            b["pp"], b["tg"] = max(b["pp"], r["pp"]), max(b["tg"], r["tg"])
+            keep_best(label, run_llama_bench(binary, args.model, args))
     ref = best[benches[0][0]]
     print(f"| build | CPU variant | pp{args.pp} tok/s | tg{args.tg} tok/s | pp ratio | tg ratio |")
     print("| --- | --- | --- | --- | --- | --- |")

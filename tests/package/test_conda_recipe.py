@@ -26,7 +26,8 @@ except ImportError:  # Python < 3.11
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "conda" / "recipe.yaml"
-PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
 VARIANTS = yaml.safe_load((ROOT / "conda" / "variants.yaml").read_text())
 CUDA = VARIANTS["cuda_compiler_version"]
 PYTHONS = VARIANTS["python"]
@@ -72,8 +73,7 @@ def test_the_run_requirements_are_pyprojects():
 
 def test_the_build_requirements_are_pyprojects():
     host = _specs(_variant("None"), "host")
-    system = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
-    for requirement in system:
+    for requirement in PYPROJECT["build-system"]["requires"]:
         name, version = _pep508_as_conda(requirement)
         if name != "pip":  # pip fills an empty vendor/ in a git checkout; the sdist has it
             assert host[name] == version, name

@@ -48,9 +48,14 @@ def _normalize(name: str) -> str:
 
 
 @cache
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+@cache
 def _declared() -> dict[str, frozenset[str]]:
     """part -> the distributions it may import (its own and the base's)."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = _project()
     extras: dict[str, list[str]] = project["optional-dependencies"]
 
     def names(requirements: list[str], seen: frozenset[str] = frozenset()) -> set[str]:
@@ -169,6 +174,5 @@ def test_the_extras_table_matches_pyproject(extra: str):
 
 def test_the_distribution_name_is_the_one_the_errors_name():
     """``require``'s line says ``pip install 'DISTRIBUTION[extra]'``: the name pip knows."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["name"] == DISTRIBUTION
+    assert _project()["name"] == DISTRIBUTION
     assert _normalize(DISTRIBUTION) not in ("pyllama", "pyllama-server")  # unrelated projects

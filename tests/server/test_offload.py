@@ -20,18 +20,20 @@ from helpers.servers import running_server
 GPUS = [d.name for d in pyllama.devices() if d.type != "cpu"]
 
 
-def _parse(*args: str) -> subprocess.CompletedProcess[str]:
+def _parse(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``parse_args(args)`` in the installed package, with no LLAMA_ARG_* but ``env``."""
     code = (
         "import sys; from pyllama.server.cli import parse_args; "
         "s = parse_args(sys.argv[1:]); "
         "print(s.devices, s.n_gpu_layers, s.split_mode, s.tensor_split, s.main_gpu)"
     )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")}
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        cwd=tempfile.gettempdir(),
-        env={k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")},
+        cwd=tempfile.gettempdir(),  # the installed package, not the checkout's source tree
+        env={**clean, **env},
         timeout=120,
     )
 
@@ -50,17 +52,9 @@ def test_the_defaults_are_llama_servers():
 
 
 def test_the_variables_set_them_too():
-    code = "from pyllama.server.cli import parse_args; s = parse_args([]); print(s.split_mode)"
-    env = {**os.environ, "LLAMA_ARG_SPLIT_MODE": "row", "LLAMA_ARG_DEVICE": "none"}
-    r = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tempfile.gettempdir(),  # the installed package, not the checkout's source tree
-        env=env,
-        timeout=120,
-    )
-    assert r.returncode == 0 and r.stdout.strip() == "row", r.stderr
+    r = _parse(LLAMA_ARG_SPLIT_MODE="row", LLAMA_ARG_DEVICE="none")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['none'] auto row [] 0"
 
 
 @pytest.mark.parametrize(
