@@ -62,6 +62,16 @@ void register_backends(py::module_ & m) {
             return out;
         },
         "Every device of the loaded backends: name, description, type, backend, memory.");
+    m.def(
+        "load_plugin",
+        [](const std::string & dir) {
+            py::list out;
+            for (const auto & b : load_plugin(dir)) out.append(b.name);
+            return out;
+        },
+        py::arg("dir"),
+        "Load a backend plugin's module from its folder; returns the backends it added. "
+        "RuntimeError with the reason when it cannot load.");
     m.def("module_dir", &module_dir, "The folder _core was loaded from.");
 }
 

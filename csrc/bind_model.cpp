@@ -54,6 +54,10 @@ void register_model(py::module_ & m) {
         .def_property_readonly("n_embd", [](const Model & s) { return llama_model_n_embd(s.get()); })
         .def_property_readonly("n_embd_out", [](const Model & s) { return llama_model_n_embd_out(s.get()); })
         .def_property_readonly("n_layer", [](const Model & s) { return llama_model_n_layer(s.get()); })
+        .def_property_readonly("offloaded_layers", &Model::offloaded_layers,
+                               "Layers llama.cpp put on offload devices (GPU, RPC) at load.")
+        .def_property_readonly("offloadable_layers", &Model::offloadable_layers,
+                               "Layers it could offload: the repeating ones and the output.")
         .def_property_readonly("n_head", [](const Model & s) { return llama_model_n_head(s.get()); })
         .def_property_readonly("n_head_kv", [](const Model & s) { return llama_model_n_head_kv(s.get()); })
         .def_property_readonly("n_params", [](const Model & s) { return llama_model_n_params(s.get()); })

@@ -11,7 +11,11 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on how Python was
         "or install in development mode with `pip install -e .`"
     ) from e
 
-from pyllama._core import (
+from pyllama.plugins import load_all as _load_plugins
+
+_load_plugins()  # GPU backends installed as plugins, before any model can load
+
+from pyllama._core import (  # noqa: E402
     Batch,
     Context,
     LlamaError,
@@ -24,10 +28,10 @@ from pyllama._core import (
     json_schema_to_grammar,
     system_info,
 )
-from pyllama.chat import ChatTemplate, ChatTemplateError
-from pyllama.hardware import backends, devices
-from pyllama.llama import Llama
-from pyllama.models import demo_model
+from pyllama.chat import ChatTemplate, ChatTemplateError  # noqa: E402
+from pyllama.hardware import backends, devices  # noqa: E402
+from pyllama.llama import Llama  # noqa: E402
+from pyllama.models import demo_model  # noqa: E402
 
 __all__ = [
     "Batch",

@@ -1,6 +1,7 @@
 #include "core/backends.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -24,6 +25,7 @@ struct Candidate {
     std::string variant;
     fs::path path;
     int score;
+    std::string error;  // why dlopen refused it (score 0)
 };
 
 bool env_on(const char * name) {
@@ -33,15 +35,27 @@ bool env_on(const char * name) {
     return s == "1" || s == "on" || s == "ON" || s == "true" || s == "yes";
 }
 
+bool same_name(const std::string & a, const std::string & b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
 bool uses_amx(const std::string & variant) { return variant == "sapphirerapids"; }
 
 #ifndef _WIN32
 // What a module says of this machine: its ggml_backend_score (0: cannot run here), or 1
 // for a module without one (an unsuffixed build of one variant). Loading a module runs
 // none of its kernels, so this is safe for variants this CPU cannot execute.
-int score_of(const fs::path & path) {
+int score_of(const fs::path & path, std::string * error = nullptr) {
     void * handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) return 0;
+    if (handle == nullptr) {
+        if (error != nullptr) {
+            const char * e = dlerror();
+            *error = e ? e : "dlopen failed";
+        }
+        return 0;
+    }
     using score_fn = int (*)();
     auto fn = reinterpret_cast<score_fn>(dlsym(handle, "ggml_backend_score"));
     const int s = fn ? fn() : 1;
@@ -74,6 +88,38 @@ const Candidate * pick_cpu(const std::vector<Candidate> & cs) {
     for (const auto & c : cs) {
         if (c.score == 0 || (uses_amx(c.variant) && !amx)) continue;
         if (best == nullptr || c.score > best->score) best = &c;
+    }
+    return best;
+}
+
+// libggml-<backend>[-<variant>].so in `dir`, grouped by backend, each with its score
+// (and, for a module that would not load, dlopen's reason).
+std::map<std::string, std::vector<Candidate>> scan(const std::string & dir) {
+    std::map<std::string, std::vector<Candidate>> found;
+    std::error_code ec;
+    for (const auto & entry : fs::directory_iterator(dir, ec)) {
+        const std::string file = entry.path().filename().string();
+        const std::string prefix = "libggml-";
+        if (file.rfind(prefix, 0) != 0 || entry.path().extension() != ".so") continue;
+        std::string stem = file.substr(prefix.size(), file.size() - prefix.size() - 3);
+        if (stem == "base") continue;
+        const size_t dash = stem.find('-');
+        const std::string backend = stem.substr(0, dash);
+        const std::string variant = dash == std::string::npos ? "" : stem.substr(dash + 1);
+        Candidate c{variant, entry.path(), 0, ""};
+        c.score = score_of(entry.path(), &c.error);
+        found[backend].push_back(std::move(c));
+    }
+    for (auto & [backend, cs] : found) {
+        std::sort(cs.begin(), cs.end(), [](const Candidate & a, const Candidate & b) { return a.variant < b.variant; });
+    }
+    return found;
+}
+
+const Candidate * pick_best(const std::vector<Candidate> & cs) {
+    const Candidate * best = nullptr;
+    for (const auto & c : cs) {
+        if (c.score > 0 && (best == nullptr || c.score > best->score)) best = &c;
     }
     return best;
 }
@@ -110,31 +156,10 @@ void load_backends(const std::string & dir) {
 #elif defined(_WIN32)
         ggml_backend_load_all_from_path(dir.c_str());
 #else
-        // libggml-<backend>[-<variant>].so, grouped by backend
-        std::map<std::string, std::vector<Candidate>> found;
-        std::error_code ec;
-        for (const auto & entry : fs::directory_iterator(dir, ec)) {
-            const std::string file = entry.path().filename().string();
-            const std::string prefix = "libggml-";
-            if (file.rfind(prefix, 0) != 0 || entry.path().extension() != ".so") continue;
-            std::string stem = file.substr(prefix.size(), file.size() - prefix.size() - 3);
-            if (stem == "base") continue;
-            const size_t dash = stem.find('-');
-            const std::string backend = stem.substr(0, dash);
-            const std::string variant = dash == std::string::npos ? "" : stem.substr(dash + 1);
-            found[backend].push_back({variant, entry.path(), score_of(entry.path())});
-        }
+        std::map<std::string, std::vector<Candidate>> found = scan(dir);
         for (auto & [backend, cs] : found) {
-            std::sort(cs.begin(), cs.end(), [](const Candidate & a, const Candidate & b) { return a.variant < b.variant; });
-            const Candidate * best = nullptr;
-            if (backend == "cpu") {
-                best = pick_cpu(cs);
-            } else {
-                for (const auto & c : cs) {
-                    if (c.score > 0 && (best == nullptr || c.score > best->score)) best = &c;
-                }
-            }
-            if (best == nullptr) continue;  // a GPU plugin with no device here, say
+            const Candidate * best = backend == "cpu" ? pick_cpu(cs) : pick_best(cs);
+            if (best == nullptr) continue;  // a GPU module with no device here, say
             if (ggml_backend_reg_t reg = ggml_backend_load(best->path.c_str())) {
                 g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, best->path.string(), best->score});
             }
@@ -147,6 +172,35 @@ void load_backends(const std::string & dir) {
         }
 #endif
     });
+}
+
+std::vector<LoadedBackend> load_plugin(const std::string & dir) {
+    std::vector<LoadedBackend> out;
+#ifdef _WIN32
+    (void)dir;
+    throw std::runtime_error("backend plugins are not supported on Windows yet");
+#else
+    const auto found = scan(dir);
+    if (found.empty()) throw std::runtime_error("no libggml-<backend>.so in " + dir);
+    for (const auto & [backend, cs] : found) {
+        for (const auto & loaded : g_loaded) {
+            if (same_name(loaded.name, backend)) {
+                throw std::runtime_error("a " + backend + " backend is already loaded from " + loaded.path);
+            }
+        }
+        const Candidate * best = pick_best(cs);
+        if (best == nullptr) {
+            std::string why;
+            for (const auto & c : cs) why += (why.empty() ? "" : "; ") + c.path.filename().string() + ": " + c.error;
+            throw std::runtime_error(why);
+        }
+        ggml_backend_reg_t reg = ggml_backend_load(best->path.c_str());
+        if (reg == nullptr) throw std::runtime_error(best->path.string() + ": ggml could not initialise the backend");
+        g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, best->path.string(), best->score});
+        out.push_back(g_loaded.back());
+    }
+#endif
+    return out;
 }
 
 const std::vector<LoadedBackend> & loaded_backends() { return g_loaded; }

@@ -30,6 +30,12 @@ std::string module_dir();
 // is missing or unsupported here.
 void load_backends(const std::string & dir);
 
+// Load the best module of each backend in a plugin's folder (pyllama_plugins/<name>/, a
+// separately installed distribution), after load_backends. Throws std::runtime_error with
+// the reason (dlopen's message: no driver, a missing library) when none can load, or when
+// that backend is loaded already; the caller reports it and goes on with what it has.
+std::vector<LoadedBackend> load_plugin(const std::string & dir);
+
 const std::vector<LoadedBackend> & loaded_backends();
 
 }  // namespace pyllama

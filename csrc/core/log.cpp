@@ -17,10 +17,20 @@ std::atomic<int> g_level{GGML_LOG_LEVEL_ERROR};
 thread_local std::string t_captured;
 thread_local int t_last_level = GGML_LOG_LEVEL_NONE;
 constexpr size_t kMaxCaptured = 4096;
+// llama.cpp says how many layers a model load put on devices only in its log (INFO)
+thread_local int t_offloaded = -1;
+thread_local int t_offload_total = -1;
 
 void callback(ggml_log_level level, const char * text, void * /*user*/) {
     const int lv = level == GGML_LOG_LEVEL_CONT ? t_last_level : static_cast<int>(level);
     t_last_level = lv;
+    if (const char * at = std::strstr(text, "offloaded "); at != nullptr && std::strstr(text, "layers to GPU")) {
+        int n = 0, total = 0;
+        if (std::sscanf(at, "offloaded %d/%d layers", &n, &total) == 2) {
+            t_offloaded = n;
+            t_offload_total = total;
+        }
+    }
     if (lv >= GGML_LOG_LEVEL_WARN && t_captured.size() < kMaxCaptured) {
         t_captured.append(text, strnlen(text, kMaxCaptured - t_captured.size()));
     }
@@ -43,7 +53,17 @@ void log_init() {
 
 void log_set_level(int level) { g_level = level; }
 int log_get_level() { return g_level; }
-void log_clear() { t_captured.clear(); }
+void log_clear() {
+    t_captured.clear();
+    t_offloaded = t_offload_total = -1;
+}
+
+bool log_offload(int & on_devices, int & total) {
+    if (t_offloaded < 0) return false;
+    on_devices = t_offloaded;
+    total = t_offload_total;
+    return true;
+}
 
 std::string log_take() {
     std::string out;

@@ -19,6 +19,8 @@ void log_set_level(int level);  // lowest ggml_log_level echoed to stderr; 5 sil
 int  log_get_level();
 void log_clear();               // forget this thread's captured messages
 std::string log_take();         // this thread's captured warnings/errors, then clear
+// The "offloaded N/M layers to GPU" of this thread's last model load (since log_clear).
+bool log_offload(int & on_devices, int & total);
 
 // Throw LlamaError(what), followed by what llama.cpp logged on this thread.
 [[noreturn]] void fail(const std::string & what);

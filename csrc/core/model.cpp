@@ -67,6 +67,12 @@ Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
         fail("failed to load model '" + path + "'");
     }
     vocab_ = llama_model_get_vocab(model_.get());
+    // llama.cpp logs the count whenever a GPU backend exists, with `--device none` too
+    const bool no_devices = devices.size() == 1 && devices[0] == nullptr;
+    if (!log_offload(offloaded_, offloadable_) || no_devices) {
+        offloaded_ = 0;
+        offloadable_ = llama_model_n_layer(model_.get()) + 1;
+    }
 }
 
 std::vector<llama_token> Model::tokenize(const std::string & text, bool add_special, bool parse_special) const {

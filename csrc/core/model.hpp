@@ -48,11 +48,16 @@ public:
     std::string description() const;
 
     int32_t n_vocab() const { return llama_vocab_n_tokens(vocab_); }
+    // layers on offload devices, of how many (llama.cpp's count: the layers and the output)
+    int offloaded_layers() const { return offloaded_; }
+    int offloadable_layers() const { return offloadable_; }
 
 private:
     llama_model_ptr model_;
     const llama_vocab * vocab_ = nullptr;
     std::string path_;
+    int offloaded_ = 0;
+    int offloadable_ = 0;
 };
 
 }  // namespace pyllama

@@ -47,6 +47,7 @@ class ServerState:
         self.on_load_error: Callable[[str], None] | None = None
         self.started = int(time.time())
         self.info: dict[str, Any] = {}  # model facts, kept while asleep
+        self.offload: tuple[int, int] = (0, 0)  # layers on GPU/RPC devices, of how many
         self.bos_text = self.eos_text = ""
         self.sleeping = False  # model and engine freed after --sleep-idle-seconds idle
         self.metrics_book = MetricsBook()
@@ -157,6 +158,8 @@ class ServerState:
             "n_params": model.n_params,
             "size": model.size,
         }
+        # llama.cpp's count (layers and output) of what went to GPU/RPC devices
+        self.offload = (model.offloaded_layers, model.offloadable_layers)
         # what ignore_eos bans, for generation_settings (a vocabulary scan: ~15 ms at 50k)
         self.eog_tokens = [t for t in range(model.n_vocab) if model.is_eog(t)]
         self.bos_text = self._special(model, model.token_bos)

@@ -302,6 +302,8 @@ async def props(request: Request) -> Response:
                 for d in hardware.devices()
             ],
             "cpu_variant": hardware.cpu_variant(),
+            "offloaded_layers": state.offload[0],
+            "offloadable_layers": state.offload[1],
         }
     )
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The GPU checks of docs/distribution.md, on a machine with an NVIDIA GPU, nvcc, CMake and a
+# Python with scikit-build-core and pybind11, and no network (CI never runs this).
+#
+#   ci/gpu_check.sh build   the core (one CPU module), the CUDA plugin (ci/build_backend.sh)
+#                           and llama-server with CUDA (ci/build_peer.sh), in parallel, all
+#                           into .gpu-out/; run again after a time limit, ninja resumes
+#   ci/gpu_check.sh check   plugin found, devices listed, full offload (log and /props),
+#                           greedy parity against llama-server, bench_server and
+#                           bench_engine ratios; everything it prints goes to $OUT too
+#
+#   CUDA_ARCHS=90 (default)  MODEL=.gpu-out/model.gguf  THREADS=8
+#   WHEELS=.gpu/whl          server dependencies as wheels, installed with --no-index
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+G=$ROOT/.gpu-out
+OUT=${OUT:-$G/results}
+mkdir -p "$G" "$OUT"
+export CUDA_ARCHS=${CUDA_ARCHS:-90}
+MODEL=${MODEL:-$G/model.gguf}
+THREADS=${THREADS:-8}
+PY=${PYTHON:-python3}
+PEER=$G/peer
+
+build() {
+  [[ -f vendor/llama.cpp/CMakeLists.txt ]] || tar xzf .gpu/vendor.tar.gz # the pruned tree
+  "$PY" -m pip install -q --no-deps --no-index "${WHEELS:-.gpu/whl}"/*.whl
+  # both builds want every core; each gets all of them and the kernel shares
+  export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
+  (
+    "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$G/core" . -Cbuild-dir="$G/build-core" &&
+      "$PY" -m pip install -q --no-deps --no-index --force-reinstall "$G"/core/pyllama_engine-*.whl &&
+      echo "gpu_check: core built"
+  ) >"$G/core.log" 2>&1 &
+  core=$!
+  (FROM_TREE=1 CUDA_TOOLKIT=system BUILD_DIR="$G/build-plugin" ci/build_backend.sh cuda "$G/plugin" &&
+    "$PY" -m pip install -q --no-deps --no-index --force-reinstall "$G"/plugin/pyllama_engine_cuda13-*.whl &&
+    echo "gpu_check: plugin built") >"$G/plugin.log" 2>&1 &
+  plugin=$!
+  (PEER_CMAKE_ARGS="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS -DGGML_CUDA_NO_VMM=ON" \
+    ci/build_peer.sh "$PEER" && echo "gpu_check: peer built") >"$G/peer.log" 2>&1 &
+  peer=$!
+  rc=0
+  for job in core:$core plugin:$plugin peer:$peer; do
+    wait "${job#*:}" || { rc=1; echo "gpu_check: ${job%%:*} failed"; tail -30 "$G/${job%%:*}.log"; }
+  done
+  tail -3 "$G"/*.log
+  cp "$G"/*.log "$OUT/" 2>/dev/null || true
+  return $rc
+}
+
+check() {
+  exec > >(tee "$OUT/check.log") 2>&1
+  [[ -f "$MODEL" ]] || cat .gpu/model.a .gpu2/model.b >"$MODEL" # carried in two halves
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  cd /tmp # outside the source tree, whose pyllama/ has no _core
+  "$PY" -c "import pyllama, pyllama.plugins as p; print(p.plugins()); print(pyllama.backends())"
+  pyllama-server --list-devices
+  # full offload: the startup line and /props
+  "$PY" - "$MODEL" <<'PY'
+import json, os, subprocess, sys, time, urllib.request
+proc = subprocess.Popen(["pyllama-server", "-m", sys.argv[1], "-ngl", "99", "--port", "18080"],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+for line in proc.stdout:  # up to the devices line; the offload line follows it
+    if "pyllama-server" in line:
+        print(line.rstrip())
+    if "devices:" in line:
+        break
+time.sleep(0.5)
+os.set_blocking(proc.stdout.fileno(), False)
+print(proc.stdout.read() or "")
+props = json.load(urllib.request.urlopen("http://127.0.0.1:18080/props"))
+print("props offload:", props["offloaded_layers"], "/", props["offloadable_layers"],
+      [d["name"] for d in props["devices"]])
+proc.terminate(); proc.wait()
+PY
+  cd "$ROOT/benchmarks"
+  "$PY" parity_llama_server.py --model "$MODEL" --threads "$THREADS" --server "$PEER/bin/llama-server" \
+    | tee "$OUT/parity.jsonl" || true
+  "$PY" bench_engine.py --model "$MODEL" --threads "$THREADS" --concurrency 1,4,8,16,32 --repeat 2 \
+    --batched-bench "$PEER/bin/llama-batched-bench" --json | tee "$OUT/bench_engine.jsonl" || true
+  "$PY" bench_server.py --model "$MODEL" --threads "$THREADS" --concurrency 1,4,8,16 --parallel 16 \
+    --repeat 2 --llama-server "$PEER/bin/llama-server" --json | tee "$OUT/bench_server.jsonl" || true
+}
+
+case "${1:-}" in
+  build) build ;;
+  check) check ;;
+  *) echo "usage: ci/gpu_check.sh build|check" >&2; exit 2 ;;
+esac

@@ -1,0 +1,100 @@
+"""Backend plugins: ggml backends installed as distributions of their own.
+
+``pip install "pyllama-engine[cuda13]"`` or ``[vulkan]`` adds a distribution that puts one
+module in ``pyllama_plugins/<name>/`` (a namespace package shared by every plugin) with a
+``plugin.json`` beside it. When pyllama is imported, each plugin folder on ``sys.path`` is
+loaded after the core's own backends, so that its devices exist before any model loads.
+
+ggml has no stable ABI: a plugin built for another pyllama version is refused. A plugin
+that cannot load (no driver, a library missing, the wrong version) is reported once, as a
+``RuntimeWarning`` naming the reason, and skipped: the CPU and the other plugins go on.
+``PYLLAMA_PLUGINS=none`` loads none; ``PYLLAMA_PLUGINS=vulkan`` only the ones named.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyllama import _core
+
+__all__ = ["PACKAGE", "Plugin", "load_all", "plugins"]
+
+PACKAGE = "pyllama_plugins"
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str  # "cuda", "vulkan": the folder's name
+    path: str  # its folder
+    distribution: str  # "pyllama-engine-cuda13"
+    version: str
+    backends: tuple[str, ...]  # the ggml backends it added ("CUDA"); () when skipped
+    error: str  # why it was skipped; "" when loaded
+
+
+_loaded: list[Plugin] | None = None
+
+
+def _folders() -> list[Path]:
+    """Every pyllama_plugins/<name>/ folder on sys.path, first occurrence of a name wins."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    seen: dict[str, Path] = {}
+    for root in spec.submodule_search_locations:
+        for folder in sorted(Path(root).iterdir()):
+            if (folder / "plugin.json").is_file():
+                seen.setdefault(folder.name, folder)
+    return list(seen.values())
+
+
+def _wanted(name: str) -> bool:
+    chosen = os.environ.get("PYLLAMA_PLUGINS", "").strip()
+    if not chosen:
+        return True
+    names = {n.strip() for n in chosen.split(",")}
+    return "none" not in names and name in names
+
+
+def _load(folder: Path) -> Plugin:
+    try:
+        meta = json.loads((folder / "plugin.json").read_text())
+        distribution, version = str(meta["distribution"]), str(meta["version"])
+    except (OSError, ValueError, KeyError) as e:
+        return Plugin(folder.name, str(folder), "?", "?", (), f"unreadable plugin.json: {e}")
+    if version != _core.__version__:
+        error = (
+            f"{distribution} {version} does not match pyllama-engine {_core.__version__} "
+            f"(ggml has no stable ABI): pip install {distribution}=={_core.__version__}"
+        )
+        return Plugin(folder.name, str(folder), distribution, version, (), error)
+    try:
+        added = tuple(_core.load_plugin(str(folder)))
+    except RuntimeError as e:
+        return Plugin(folder.name, str(folder), distribution, version, (), str(e))
+    return Plugin(folder.name, str(folder), distribution, version, added, "")
+
+
+def load_all() -> list[Plugin]:
+    """Load every installed plugin, once per process (pyllama's import calls this)."""
+    global _loaded
+    if _loaded is None:
+        _loaded = [_load(folder) for folder in _folders() if _wanted(folder.name)]
+        for p in _loaded:
+            if p.error:
+                warnings.warn(
+                    f"pyllama: backend plugin {p.name} ({p.path}) not loaded: {p.error}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+    return list(_loaded)
+
+
+def plugins() -> list[Plugin]:
+    """The plugins found at import: loaded ones with their backends, skipped ones with why."""
+    return load_all()
