@@ -79,7 +79,7 @@ if [[ "$BACKEND" == cuda ]]; then
   if [[ -n "${CUDA_ARCHS:-}" ]]; then
     defines+=(-Ccmake.define.CMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS")
   fi
-  say "CUDA architectures: ${CUDA_ARCHS:-ggml's default list}"
+  say "CUDA architectures: ${CUDA_ARCHS:-the default list of ggml}"
   excludes+=(--exclude 'libcudart.so.*' --exclude 'libcublas.so.*' --exclude 'libcublasLt.so.*'
     --exclude libcuda.so.1)
 else
