@@ -21,7 +21,10 @@ export CUDA_ARCHS=${CUDA_ARCHS:-90}
 MODEL=${MODEL:-$G/model.gguf}
 THREADS=${THREADS:-8}
 PY=${PYTHON:-python3}
-PEER=$G/peer
+# llama-server from the same tree, built with BUILD_SHARED_LIBS and GGML_BACKEND_DL as
+# llama.cpp's release builds are; its CUDA module is the plugin's libggml-cuda.so (one
+# nvcc build of the same sources for both sides: the comparison is of the engines)
+PEER=$G/peer-dl
 
 build() {
   [[ -f vendor/llama.cpp/CMakeLists.txt ]] || tar xzf .gpu/vendor.tar.gz # the pruned tree
@@ -38,14 +41,14 @@ build() {
     "$PY" -m pip install -q --no-deps --no-index --force-reinstall "$G"/plugin/pyllama_engine_cuda13-*.whl &&
     echo "gpu_check: plugin built") >"$G/plugin.log" 2>&1 &
   plugin=$!
-  (PEER_CMAKE_ARGS="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS -DGGML_CUDA_NO_VMM=ON" \
+  (PEER_CMAKE_ARGS="-DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON" \
     ci/build_peer.sh "$PEER" && echo "gpu_check: peer built") >"$G/peer.log" 2>&1 &
   peer=$!
   rc=0
   for job in core:$core plugin:$plugin peer:$peer; do
     wait "${job#*:}" || { rc=1; echo "gpu_check: ${job%%:*} failed"; tail -30 "$G/${job%%:*}.log"; }
   done
-  tail -3 "$G"/*.log
+  for f in "$G"/*.log; do tail -n 3 "$f"; done
   cp "$G"/*.log "$OUT/" 2>/dev/null || true
   return $rc
 }
@@ -53,10 +56,19 @@ build() {
 check() {
   exec > >(tee "$OUT/check.log") 2>&1
   [[ -f "$MODEL" ]] || cat .gpu/model.a .gpu2/model.b >"$MODEL" # carried in two halves
+  # the peer loads the plugin's module from its bin/; the module's RUNPATH
+  # ($ORIGIN/../../pyllama/lib, $ORIGIN/../../nvidia/cu13/lib) is given the peer's
+  # libggml-base (the loaded one: same file) and the nvidia-* wheels' libraries
+  plugin=$("$PY" -c "import pyllama_plugins, os; print(os.path.join(list(pyllama_plugins.__path__)[0], 'cuda'))")
+  cp "$plugin/libggml-cuda.so" "$PEER/bin/"
+  mkdir -p "$G/pyllama"
+  ln -sfn "$PEER/bin" "$G/pyllama/lib"
+  ln -sfn "$("$PY" -c "import nvidia, os; print(list(nvidia.__path__)[0])")" "$G/nvidia"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   cd /tmp # outside the source tree, whose pyllama/ has no _core
   "$PY" -c "import pyllama, pyllama.plugins as p; print(p.plugins()); print(pyllama.backends())"
   pyllama-server --list-devices
+  "$PEER/bin/llama-server" --list-devices
   # full offload: the startup line and /props
   "$PY" - "$MODEL" <<'PY'
 import json, os, subprocess, sys, time, urllib.request
@@ -76,11 +88,11 @@ print("props offload:", props["offloaded_layers"], "/", props["offloadable_layer
 proc.terminate(); proc.wait()
 PY
   cd "$ROOT/benchmarks"
-  "$PY" parity_llama_server.py --model "$MODEL" --threads "$THREADS" --server "$PEER/bin/llama-server" \
+  timeout 120 "$PY" parity_llama_server.py --model "$MODEL" --threads "$THREADS" --server "$PEER/bin/llama-server" \
     | tee "$OUT/parity.jsonl" || true
-  "$PY" bench_engine.py --model "$MODEL" --threads "$THREADS" --concurrency 1,4,8,16,32 --repeat 2 \
+  timeout 150 "$PY" bench_engine.py --model "$MODEL" --threads "$THREADS" --concurrency 1,4,8,16,32 --repeat 2 \
     --batched-bench "$PEER/bin/llama-batched-bench" --json | tee "$OUT/bench_engine.jsonl" || true
-  "$PY" bench_server.py --model "$MODEL" --threads "$THREADS" --concurrency 1,4,8,16 --parallel 16 \
+  timeout 200 "$PY" bench_server.py --model "$MODEL" --threads "$THREADS" --concurrency 1,4,8,16 --parallel 16 \
     --repeat 2 --llama-server "$PEER/bin/llama-server" --json | tee "$OUT/bench_server.jsonl" || true
 }
 
