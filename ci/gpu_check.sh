@@ -3,18 +3,19 @@
 # Python with scikit-build-core and pybind11, and no network (CI never runs this).
 #
 #   ci/gpu_check.sh build   the core (one CPU module), the CUDA plugin (ci/build_backend.sh)
-#                           and llama-server with CUDA (ci/build_peer.sh), in parallel, all
-#                           into .gpu-out/; run again after a time limit, ninja resumes
+#                           and llama-server (ci/build_peer.sh, shared with GGML_BACKEND_DL),
+#                           in parallel, all into build/gpu-check/ (under build/, so that a
+#                           copy of the tree that keeps ignored build outputs keeps them)
 #   ci/gpu_check.sh check   plugin found, devices listed, full offload (log and /props),
 #                           greedy parity against llama-server, bench_server and
 #                           bench_engine ratios; everything it prints goes to $OUT too
 #
-#   CUDA_ARCHS=90 (default)  MODEL=.gpu-out/model.gguf  THREADS=8
+#   CUDA_ARCHS=90 (default)  MODEL=build/gpu-check/model.gguf  THREADS=8
 #   WHEELS=.gpu/whl          server dependencies as wheels, installed with --no-index
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-G=$ROOT/.gpu-out
+G=$ROOT/build/gpu-check
 OUT=${OUT:-$G/results}
 mkdir -p "$G" "$OUT"
 export CUDA_ARCHS=${CUDA_ARCHS:-90}
@@ -55,7 +56,7 @@ build() {
 
 check() {
   exec > >(tee "$OUT/check.log") 2>&1
-  [[ -f "$MODEL" ]] || cat .gpu/model.a .gpu2/model.b >"$MODEL" # carried in two halves
+  [[ -f "$MODEL" ]] || { echo "gpu_check: no model at $MODEL" >&2; return 1; }
   # the peer loads the plugin's module from its bin/; the module's RUNPATH
   # ($ORIGIN/../../pyllama/lib, $ORIGIN/../../nvidia/cu13/lib) is given the peer's
   # libggml-base (the loaded one: same file) and the nvidia-* wheels' libraries

@@ -189,6 +189,17 @@ def serve(settings: Settings) -> int:
             server.should_exit = True
 
         state.on_load_error = load_failed
+
+        def loaded() -> None:  # llama-server logs the same count while it loads
+            gpus = [d.name for d in hardware.devices() if d.type != "cpu"]
+            if gpus:
+                on, of = state.offload
+                print(
+                    f"pyllama-server: offloaded {on}/{of} layers to GPU ({', '.join(gpus)})",
+                    flush=True,
+                )
+
+        state.on_loaded = loaded
     server.run(sockets=sockets)
     if state is not None and state.load_error:
         return 1
@@ -214,14 +225,6 @@ def _server_class(tools: ToolBox | None, app: Starlette, where: list[str]) -> ty
                 for address in where:
                     print(f"pyllama-server: listening on {address}", flush=True)
                 print(f"pyllama-server: devices: {hardware.summary()}", flush=True)
-                state = getattr(app.state, "pyllama", None)
-                gpus = [d.name for d in hardware.devices() if d.type != "cpu"]
-                if state is not None and gpus:
-                    on, of = state.offload
-                    print(
-                        f"pyllama-server: offloaded {on}/{of} layers to GPU ({', '.join(gpus)})",
-                        flush=True,
-                    )
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             # before uvicorn waits for open requests: an MCP call in flight returns now,

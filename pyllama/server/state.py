@@ -45,6 +45,7 @@ class ServerState:
         # called on the event loop with load_error's text when the model cannot be loaded;
         # ``serve`` sets it to end the process (else every request answers 500 with it)
         self.on_load_error: Callable[[str], None] | None = None
+        self.on_loaded: Callable[[], None] | None = None  # on the event loop, after a load
         self.started = int(time.time())
         self.info: dict[str, Any] = {}  # model facts, kept while asleep
         self.offload: tuple[int, int] = (0, 0)  # layers on GPU/RPC devices, of how many
@@ -75,6 +76,8 @@ class ServerState:
             self.engine = AsyncEngine(self._engine_core)
             if self.settings.sleep_idle_seconds >= 0:
                 self._watcher = asyncio.get_running_loop().create_task(self._watch_idle())
+            if self.on_loaded is not None:
+                self.on_loaded()
         except Exception as e:  # reported by /health and every endpoint
             self.load_error = load_failure(self.model_path or None, e)
             if self.on_load_error is not None:
