@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build llama.cpp's own tools (llama-server, llama-bench, llama-batched-bench, llama-cli)
+# Build llama.cpp's own tools (llama-server, llama-bench, llama-batched-bench, rpc-server)
 # from the same vendor tree and with the same CPU flags as pyllama, OUTSIDE the repo.
 # They are the baseline that benchmarks and peer tests compare pyllama against.
 #   usage: ci/build_peer.sh [BUILD_DIR]   (default: $PYLLAMA_CACHE/peer or ~/.cache/pyllama/peer)
@@ -14,6 +14,6 @@ cmake -S "$root/vendor/llama.cpp" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release 
   -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
-  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF ${PEER_CMAKE_ARGS:-}
-cmake --build "$out" -j "$(nproc)" --target llama-server llama-bench llama-batched-bench
+  -DGGML_RPC=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF ${PEER_CMAKE_ARGS:-}
+cmake --build "$out" -j "$(nproc)" --target llama-server llama-bench llama-batched-bench rpc-server
 echo "peer binaries in $out/bin"

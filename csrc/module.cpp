@@ -30,6 +30,7 @@ PYBIND11_MODULE(_core, m) {
     pyllama::register_context(m);
     pyllama::register_sampler(m);
     pyllama::register_engine(m);
+    pyllama::register_rpc(m);
 
     m.def("set_log_level", &pyllama::log_set_level, py::arg("level"),
           "Lowest ggml log level echoed to stderr: 1 debug, 2 info, 3 warn, 4 error, 5 none.");

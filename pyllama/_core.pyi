@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'devices', 'get_log_level', 'json_schema_to_grammar', 'max_devices', 'module_dir', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'devices', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'rpc_add_server', 'rpc_serve', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class Model:
@@ -94,6 +94,16 @@ class Model:
     @property
     def n_vocab(self) -> int:
         ...
+    @property
+    def offloadable_layers(self) -> int:
+        """
+        Layers it could offload: the repeating ones and the output.
+        """
+    @property
+    def offloaded_layers(self) -> int:
+        """
+        Layers llama.cpp put on offload devices (GPU, RPC) at load.
+        """
     @property
     def path(self) -> str:
         ...
@@ -873,11 +883,23 @@ def json_schema_to_grammar(schema: str) -> str:
     """
     Convert a JSON schema (JSON text) to GBNF with llama.cpp's converter.
     """
+def load_plugin(dir: str) -> list:
+    """
+    Load a backend plugin's module from its folder; returns the backends it added. RuntimeError with the reason when it cannot load.
+    """
 def max_devices() -> int:
     ...
 def module_dir() -> str:
     """
     The folder _core was loaded from.
+    """
+def rpc_add_server(endpoint: str) -> list[str]:
+    """
+    Add the devices of the rpc-server at host:port; returns their names.
+    """
+def rpc_serve(endpoint: str, cache_dir: str | None, n_threads: typing.SupportsInt | typing.SupportsIndex, devices: collections.abc.Sequence[str]) -> None:
+    """
+    Serve these devices to RPC clients at host:port (blocks; llama.cpp's rpc-server).
     """
 def set_log_level(level: typing.SupportsInt | typing.SupportsIndex) -> None:
     """

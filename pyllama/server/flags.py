@@ -40,6 +40,15 @@ class _ListDevices(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
         from pyllama.hardware import devices  # the compiled module: only when asked
 
+        rpc = getattr(args[0], "rpc", None) if args else None
+        if rpc:  # given before --list-devices, as llama-server lists them then
+            from pyllama import rpc as rpc_servers
+
+            try:
+                rpc_servers.add_servers(rpc_servers.parse_endpoints(rpc))
+            except (ValueError, RuntimeError) as e:
+                parser.error(f"--rpc: {e}")
+
         mib = 1024 * 1024
         lines = ["Available devices:"]
         lines += [
@@ -101,6 +110,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         default=None,
         env="LLAMA_ARG_N_GPU_LAYERS",
         help="layers to store in VRAM: a number, 'auto' or 'all' (default: auto)",
+    )
+    flag(
+        "--rpc",
+        env="LLAMA_ARG_RPC",
+        metavar="SERVERS",
+        help="RPC servers, comma-separated host:port (pyllama-rpc-server or llama.cpp's "
+        "rpc-server): their devices join --device, -ngl and --tensor-split",
     )
     flag(
         "-dev",
