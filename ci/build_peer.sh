@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build llama.cpp's own tools (llama-server, llama-bench, llama-batched-bench, rpc-server)
+# Build llama.cpp's own tools (llama-server, llama-bench, llama-batched-bench, ggml-rpc-server)
 # from the same vendor tree and with the same CPU flags as pyllama, OUTSIDE the repo.
 # They are the baseline that benchmarks and peer tests compare pyllama against.
 #   usage: ci/build_peer.sh [BUILD_DIR]   (default: $PYLLAMA_CACHE/peer or ~/.cache/pyllama/peer)
@@ -15,5 +15,5 @@ cmake -S "$root/vendor/llama.cpp" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release 
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
   -DGGML_RPC=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF ${PEER_CMAKE_ARGS:-}
-cmake --build "$out" -j "$(nproc)" --target llama-server llama-bench llama-batched-bench rpc-server
+cmake --build "$out" -j "$(nproc)" --target llama-server llama-bench llama-batched-bench ggml-rpc-server
 echo "peer binaries in $out/bin"
