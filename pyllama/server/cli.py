@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
-from pyllama.server.flags import build_parser
+from pyllama.server.flags import add_rpc_servers, build_parser
 from pyllama.server.settings import GcpSettings, Settings
 
 __all__ = ["main", "parse_args"]
@@ -158,7 +158,7 @@ def parse_args(
         parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
     spec_types, synth = _speculative(parser, a)
     if a.rpc and not router:  # a router's children add them, each for its own model
-        _rpc(parser, a.rpc)
+        add_rpc_servers(parser, a.rpc)
     devices, tensor_split = _offload(parser, a)
     tools = _split(a.tools) or (["all"] if a.agent else [])
     # tools can read and write files: only pages served from localhost may call them
@@ -291,17 +291,6 @@ def _offload(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[li
             file=sys.stderr,
         )
     return devices, split
-
-
-def _rpc(parser: argparse.ArgumentParser, value: str) -> None:
-    """--rpc: each server's devices added before the model loads, as llama-server adds
-    them while it parses; a server that does not answer is an error, not an abort."""
-    from pyllama import rpc
-
-    try:
-        rpc.add_servers(rpc.parse_endpoints(value))
-    except (ValueError, RuntimeError) as e:
-        parser.error(f"--rpc: {e}")
 
 
 def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[list, list]:

@@ -30,6 +30,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pyllama-server: error: {message}\n(see pyllama-server --help)\n")
 
 
+def add_rpc_servers(parser: argparse.ArgumentParser, value: str) -> None:
+    """--rpc: each server's devices added before the model loads, as llama-server adds
+    them while it parses; a server that does not answer is an error, not an abort."""
+    from pyllama import rpc  # the compiled module: only when asked
+
+    try:
+        rpc.add_servers(rpc.parse_endpoints(value))
+    except (ValueError, RuntimeError) as e:
+        parser.error(f"--rpc: {e}")
+
+
 class _ListDevices(argparse.Action):
     """``--list-devices``: what llama-server prints (the devices other than the CPU), then
     exit at once, as llama-server does while it parses."""
@@ -42,12 +53,7 @@ class _ListDevices(argparse.Action):
 
         rpc = getattr(args[0], "rpc", None) if args else None
         if rpc:  # given before --list-devices, as llama-server lists them then
-            from pyllama import rpc as rpc_servers
-
-            try:
-                rpc_servers.add_servers(rpc_servers.parse_endpoints(rpc))
-            except (ValueError, RuntimeError) as e:
-                parser.error(f"--rpc: {e}")
+            add_rpc_servers(parser, rpc)
 
         mib = 1024 * 1024
         lines = ["Available devices:"]
