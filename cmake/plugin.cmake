@@ -25,12 +25,13 @@ foreach(_lib ${_target} ggml-base)
 endforeach()
 set_target_properties(${_target} PROPERTIES INSTALL_RPATH "${_rpath}")
 # manylinux_2_34 (CMakeLists.txt): the C++ sources, and the CUDA file whose host code
-# waits on a condition variable (through nvcc to the host compiler)
+# waits on a condition variable (nvcc's own pre-include: a host-compiler -include would
+# land after nvcc has already expanded the headers)
 pyllama_glibcxx_compat(${_target})
 if(PYLLAMA_SYMVER AND PYLLAMA_PLUGIN STREQUAL "cuda")
   set_property(SOURCE "${PYLLAMA_VENDOR_DIR}/ggml/src/ggml-cuda/ggml-cuda.cu"
                TARGET_DIRECTORY ${_target} APPEND PROPERTY COMPILE_OPTIONS
-               "-Xcompiler=-include,${PYLLAMA_SYMVER_HEADER}")
+               "--pre-include=${PYLLAMA_SYMVER_HEADER}")
 endif()
 
 # What the core checks before loading: ggml has no stable ABI, so the plugin must come
