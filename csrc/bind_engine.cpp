@@ -115,7 +115,15 @@ void register_engine(py::module_ & m) {
         .def_readwrite("n_cache_reuse", &TaskParams::n_cache_reuse)
         .def_readwrite("spec_n_max", &TaskParams::spec_n_max)
         .def_readwrite("spec_n_min", &TaskParams::spec_n_min)
-        .def_readwrite("spec_p_min", &TaskParams::spec_p_min);
+        .def_readwrite("spec_p_min", &TaskParams::spec_p_min)
+        .def_readwrite("media", &TaskParams::media, "media chunks over the prompt's placeholders (Projector.tokenize)")
+        .def(
+            "set_prompt",
+            [](TaskParams & t, const MediaPrompt & mp) {
+                t.prompt = mp.tokens;
+                t.media = mp.media;
+            },
+            py::arg("prompt"), "Take a MediaPrompt's tokens and media.");
 
     py::class_<Event>(m, "Event", "token, final or error: the closed set a task produces.")
         .def_property_readonly("type", [](const Event & e) { return event_type_name(e.type); })
@@ -158,7 +166,7 @@ void register_engine(py::module_ & m) {
                          int32_t n_keep, std::vector<std::pair<std::string, float>> lora,
                          std::shared_ptr<Model> draft_model, int32_t spec_n_max, int32_t spec_n_min,
                          float spec_p_min, std::vector<double> spec_synth_probs, int64_t cache_ram_mib,
-                         bool cache_idle_slots, bool verbose) {
+                         bool cache_idle_slots, bool verbose, std::shared_ptr<Projector> projector) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -186,6 +194,7 @@ void register_engine(py::module_ & m) {
                  p.cache_ram_mib = cache_ram_mib;
                  p.cache_idle_slots = cache_idle_slots;
                  p.verbose = verbose;
+                 p.projector = std::move(projector);
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -200,7 +209,8 @@ void register_engine(py::module_ & m) {
              py::arg("draft_model") = std::shared_ptr<Model>{}, py::arg("spec_n_max") = 3,
              py::arg("spec_n_min") = 0, py::arg("spec_p_min") = 0.0f,
              py::arg("spec_synth_probs") = std::vector<double>{}, py::arg("cache_ram_mib") = 0,
-             py::arg("cache_idle_slots") = true, py::arg("verbose") = false)
+             py::arg("cache_idle_slots") = true, py::arg("verbose") = false,
+             py::arg("projector") = std::shared_ptr<Projector>{})
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),
@@ -216,6 +226,7 @@ void register_engine(py::module_ & m) {
         .def_property_readonly("n_ctx_slot", &Engine::n_ctx_slot)
         .def_property_readonly("n_parallel", &Engine::n_parallel)
         .def_property_readonly("model", &Engine::model)
+        .def_property_readonly("projector", &Engine::projector)
         .def_property_readonly("lora_paths", &Engine::lora_paths)
         .def("lora_scales", &Engine::lora_scales, py::call_guard<py::gil_scoped_release>())
         .def("set_lora_scales", &Engine::set_lora_scales, py::arg("scales"), py::call_guard<py::gil_scoped_release>())

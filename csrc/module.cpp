@@ -29,6 +29,7 @@ PYBIND11_MODULE(_core, m) {
     pyllama::register_batch(m);
     pyllama::register_context(m);
     pyllama::register_sampler(m);
+    pyllama::register_projector(m);
     pyllama::register_engine(m);
     pyllama::register_rpc(m);
 

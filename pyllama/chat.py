@@ -192,18 +192,31 @@ def validate_messages(messages: Any, allow_empty: bool = False) -> list[dict[str
 
 
 def _join_text_parts(parts: list[Any], i: int) -> str:
-    texts = []
+    """Text parts joined; media markers (the server's stand-ins for images and audio)
+    joined as llama.cpp joins them: a newline between text parts, none next to a marker."""
+    markers = False
     for j, p in enumerate(parts):
         if (
             not isinstance(p, Mapping)
-            or p.get("type") != "text"
+            or p.get("type") not in ("text", "media_marker")
             or not isinstance(p.get("text"), str)
         ):
             raise ValueError(
                 f"messages[{i}].content[{j}] must be a text part {{'type': 'text', 'text': ...}}"
             )
-        texts.append(p["text"])
-    return "".join(texts)
+        markers = markers or p["type"] == "media_marker"
+    if not markers:
+        return "".join(p["text"] for p in parts)
+    out, after_marker = "", False
+    for p in parts:
+        if p["type"] == "text":
+            if out and not after_marker:
+                out += "\n"
+            after_marker = False
+        else:
+            after_marker = True
+        out += p["text"]
+    return out
 
 
 class BuiltinTemplate(ChatTemplate):

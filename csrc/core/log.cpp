@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "llama.h"
+#include "mtmd-helper.h"
 
 namespace pyllama {
 namespace {
@@ -48,6 +49,7 @@ void log_init() {
             g_level = std::atoi(env);
         }
         llama_log_set(callback, nullptr);
+        mtmd_helper_log_set(callback, nullptr);  // libmtmd and clip log on their own
     });
 }
 

@@ -13,7 +13,8 @@
 namespace pyllama::engine {
 
 void Engine::drop_kv(Slot & s, size_t keep) {
-    ctx_->seq_rm(s.id, static_cast<llama_pos>(keep), -1);
+    if (keep == 0) s.pos_delta = 0;
+    ctx_->seq_rm(s.id, s.pos(keep), -1);
     if (s.cache.size() > keep) s.cache.resize(keep);
     s.d_past = std::min(s.d_past, keep);
 }
@@ -127,10 +128,23 @@ void Engine::admit() {
         if (cache && prompt_cache_) swap_prompt(*primary, prompt, by_lru);
         size_t lcp = cache ? common_prefix(primary->cache, prompt) : 0;
         primary->d_past = std::min(primary->d_past, lcp);
-        if (cache && task->params.n_cache_reuse > 0 && ctx_->can_shift()) {
+        if (cache && task->params.n_cache_reuse > 0 && ctx_->can_shift() && !projector_) {
             lcp = reuse_chunks(*primary, prompt, lcp, static_cast<size_t>(task->params.n_cache_reuse));
         }
         lcp = std::min(lcp, prompt.size() - 1);  // re-evaluate at least one token for its logits
+        // a kept prefix never ends inside an image: its KV is whole or gone
+        const auto & media = task->params.media;
+        primary->media_next = 0;
+        llama_pos delta = 0;
+        for (const auto & m : media) {
+            if (m.start + m.n_tokens > lcp) {
+                if (m.start < lcp) lcp = m.start;
+                break;
+            }
+            delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
+            ++primary->media_next;
+        }
+        primary->pos_delta = lcp == 0 ? 0 : delta;  // the kept prefix is the same media in both
         drop_kv(*primary, lcp);
         primary->n_past = lcp;
         primary->n_cached = static_cast<int32_t>(lcp);
@@ -150,6 +164,7 @@ void Engine::admit() {
             drop_kv(*s, 0);
             s->n_past = 0;
             s->n_cached = 0;
+            s->media_next = 0;
             s->state = Slot::State::Waiting;
             s->parent = primary;
             assign(*s);

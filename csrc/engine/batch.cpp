@@ -10,8 +10,40 @@
 
 namespace pyllama::engine {
 
+// A prompt's image or audio is encoded and its embeddings decoded on their own, before
+// the step's batch (as llama-server does): the embeddings cannot share a token batch.
+// False when there is none at n_past, or it failed (the slot's task then ended).
+bool Engine::eval_media(Slot & s) {
+    const auto & media = s.task->params.media;
+    if (s.media_next >= media.size() || media[s.media_next].start != s.n_past) return false;
+    const MediaChunk & m = media[s.media_next];
+    try {
+        projector_->eval(ctx_->get(), m, s.pos(s.n_past), s.id, static_cast<int32_t>(ctx_->n_batch()));
+    } catch (const std::exception & e) {
+        fail_slot(s, "decode", e.what());
+        return false;
+    }
+    const auto & prompt = s.prompt();
+    const auto at = prompt.begin() + static_cast<std::ptrdiff_t>(m.start);
+    s.cache.insert(s.cache.end(), at, at + static_cast<std::ptrdiff_t>(m.n_tokens));
+    s.n_past += m.n_tokens;
+    s.pos_delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
+    ++s.media_next;
+    {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        metrics_.n_prompt_tokens_total += m.n_tokens;
+    }
+    emit_progress(s);
+    return true;
+}
+
 bool Engine::step() {
     if (dctx_) draft_all();
+    if (projector_) {
+        for (auto & s : slots_) {
+            while (s->state == Slot::State::Prompt && eval_media(*s)) {}
+        }
+    }
     batch_->clear();
     const auto n_batch = static_cast<int32_t>(ctx_->n_batch());
     int32_t busy = 0;
@@ -24,7 +56,7 @@ bool Engine::step() {
     //    (with its draft tokens, if any, each with logits for verification)
     for (auto & s : slots_) {
         if (s->state != Slot::State::Generating) continue;
-        batch_->add(s->sampled, static_cast<llama_pos>(s->n_past), {s->id}, true);
+        batch_->add(s->sampled, s->pos(s->n_past), {s->id}, true);
         s->i_batch = batch_->size() - 1;
         s->fed = true;
         const auto room = static_cast<size_t>(std::max(0, n_batch - batch_->size()));
@@ -42,7 +74,10 @@ bool Engine::step() {
     std::sort(prompting.begin(), prompting.end(), [](Slot * a, Slot * b) { return a->t_start < b->t_start; });
     for (Slot * s : prompting) {
         const auto & prompt = s->prompt();
-        const auto remaining = static_cast<int32_t>(prompt.size() - s->n_past);
+        // text up to the prompt's next medium, which the next step evaluates
+        const auto & media = s->task->params.media;
+        const size_t end = s->media_next < media.size() ? media[s->media_next].start : prompt.size();
+        const auto remaining = static_cast<int32_t>(end - s->n_past);
         const int32_t room = n_batch - batch_->size();
         const bool completion = s->task->params.kind == TaskKind::Completion;
         if (!completion && remaining > room) continue;  // an embedding input goes in whole
@@ -52,7 +87,7 @@ bool Engine::step() {
         for (int32_t k = 0; k < chunk; ++k) {
             const size_t pos = s->n_past + static_cast<size_t>(k);
             const bool last = pos + 1 == prompt.size();
-            batch_->add(prompt[pos], static_cast<llama_pos>(pos), {s->id}, completion ? last : true);
+            batch_->add(prompt[pos], s->pos(pos), {s->id}, completion ? last : true);
         }
         s->chunk = chunk;
         if (s->n_past + static_cast<size_t>(chunk) == prompt.size()) s->i_batch = batch_->size() - 1;
@@ -110,6 +145,8 @@ bool Engine::step() {
                 c->cache = s->cache;
                 c->n_past = s->n_past;
                 c->n_cached = s->n_cached;
+                c->pos_delta = s->pos_delta;
+                c->media_next = s->media_next;
                 c->t_prompt_done = s->t_prompt_done;
                 c->parent = nullptr;
                 c->state = Slot::State::Generating;

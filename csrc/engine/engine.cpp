@@ -42,6 +42,16 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (embeddings_) cp.kv_unified = true;
     ctx_ = std::make_unique<Context>(model_, cp);
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    projector_ = p.projector;
+    if (projector_) {
+        if (projector_->model().get() != model_.get()) {
+            throw std::invalid_argument("the multimodal projector was loaded for another model");
+        }
+        if (embeddings_) throw std::invalid_argument("a multimodal projector is for completions, not embeddings");
+        if (p.draft) throw std::invalid_argument("a draft model cannot be used with a multimodal projector (--mmproj)");
+        // an image is all or nothing in the KV cache: none can be shifted out in part
+        params_.context_shift = false;
+    }
     if (p.cache_ram_mib != 0 && !embeddings_) {
         const size_t bytes = p.cache_ram_mib < 0 ? 0 : static_cast<size_t>(p.cache_ram_mib) << 20;
         prompt_cache_ = std::make_unique<PromptCache>(bytes, ctx_->n_ctx());

@@ -24,6 +24,7 @@
 
 #include "core/context.hpp"
 #include "core/model.hpp"
+#include "core/projector.hpp"
 #include "core/sampler.hpp"
 #include "engine/prompt_cache.hpp"
 #include "engine/task.hpp"
@@ -70,6 +71,9 @@ struct EngineParams {
     int64_t cache_ram_mib = 0;
     bool cache_idle_slots = true;
     bool verbose = false;  // trace lines on stderr (as llama-server's -v)
+    // --mmproj: media chunks in prompts are encoded and decoded through it (no context
+    // shift, cache reuse or draft model with it, as in llama-server)
+    std::shared_ptr<Projector> projector;
 };
 
 struct SlotInfo {
@@ -126,6 +130,7 @@ public:
     int32_t n_ctx_slot() const { return n_ctx_slot_; }
     int32_t n_parallel() const { return params_.n_parallel; }
     const std::shared_ptr<Model> & model() const { return model_; }
+    const std::shared_ptr<Projector> & projector() const { return projector_; }
     const std::vector<std::string> & lora_paths() const { return lora_paths_; }
     std::vector<float> lora_scales();  // the defaults for tasks that name none
 
@@ -142,6 +147,7 @@ private:
     struct Slot;
 
     std::shared_ptr<TaskState> prepare(TaskParams p);  // validate, build sampler chains
+    void check_media(const TaskParams & p, bool completion) const;
     void loop();
     void apply_inbox();
     void admit();
@@ -166,12 +172,14 @@ private:
     void verify_draft(Slot & slot);  // after sampling the first row: accept matching drafts
     void apply_lora(const std::vector<float> & scales);
     void finish_embedding(Slot & slot);
+    bool eval_media(Slot & slot);  // a media chunk at the slot's n_past, decoded on its own
     template <typename R>
     R run_on_loop(std::function<R()> fn);
 
     std::shared_ptr<Model> model_;
     EngineParams params_;
     std::unique_ptr<Context> ctx_;
+    std::shared_ptr<Projector> projector_;
     std::unique_ptr<Context> dctx_;  // draft model context (speculative decoding), or null
     std::unique_ptr<PromptCache> prompt_cache_;  // --cache-ram, or null
     std::unique_ptr<Batch> dbatch_;

@@ -16,10 +16,32 @@
 
 namespace pyllama::engine {
 
+// Every prompt token is a vocabulary id, except the placeholders of the prompt's media,
+// which stand in order, inside the prompt, with text after the last one (its logits).
+void Engine::check_media(const TaskParams & p, bool completion) const {
+    if (!p.media.empty()) {
+        if (!projector_) throw std::invalid_argument("multimodal data is not supported by this model (no --mmproj)");
+        if (!completion) throw std::invalid_argument("images and audio are for completions");
+    }
+    size_t i = 0;
+    for (const auto & m : p.media) {
+        if (!m.chunk || m.n_tokens == 0 || m.start < i || m.start + m.n_tokens >= p.prompt.size()) {
+            throw std::invalid_argument(m.start + m.n_tokens == p.prompt.size()
+                                            ? "the prompt must end with text after its last image or audio"
+                                            : "media chunks must lie in order inside the prompt");
+        }
+        for (; i < m.start; ++i) model_->check_token(p.prompt[i]);
+        for (; i < m.start + m.n_tokens; ++i) {
+            if (!Projector::is_placeholder(p.prompt[i])) throw std::invalid_argument("a media chunk's tokens must be its placeholders");
+        }
+    }
+    for (; i < p.prompt.size(); ++i) model_->check_token(p.prompt[i]);
+}
+
 std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
     const bool completion = p.kind == TaskKind::Completion;
     if (p.prompt.empty()) throw std::invalid_argument("the prompt is empty");
-    for (llama_token t : p.prompt) model_->check_token(t);
+    check_media(p, completion);
     if (completion == embeddings_) {
         throw std::invalid_argument(embeddings_ ? "this engine serves embeddings only (started with embeddings on)"
                                                 : "this engine was not started with embeddings on");

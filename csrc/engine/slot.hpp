@@ -33,6 +33,11 @@ struct Engine::Slot {
     uint32_t index = 0;
     Slot * parent = nullptr;  // n > 1: the slot evaluating the shared prompt
     size_t n_past = 0;
+    // media: the next chunk of the prompt to evaluate, and the positions media in the cache
+    // took beyond their tokens (M-RoPE: an image of n tokens takes fewer positions); the
+    // position of cache index i past the last medium is i + pos_delta
+    size_t media_next = 0;
+    llama_pos pos_delta = 0;
     int32_t n_cached = 0;
     std::optional<Sampler> chain;
     std::optional<Sampler> grammar;
@@ -53,6 +58,7 @@ struct Engine::Slot {
     int64_t t_start = 0, t_prompt_done = 0, t_last_used = 0;
 
     const std::vector<llama_token> & prompt() const { return task->params.prompt; }
+    llama_pos pos(size_t i) const { return static_cast<llama_pos>(i) + pos_delta; }
 };
 
 }  // namespace pyllama::engine

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/projector.hpp"
 #include "core/sampling.hpp"
 #include "llama.h"
 
@@ -20,6 +21,9 @@ const char * stop_reason_name(StopReason r);
 struct TaskParams {
     TaskKind kind = TaskKind::Completion;
     std::vector<llama_token> prompt;  // tokenized by the caller
+    // images and audio in the prompt, in order, each over its placeholder tokens
+    // (Projector::tokenize); the engine must have the projector that made them
+    std::vector<MediaChunk> media;
     SamplingParams sampling;
     int32_t n_predict = -1;           // -1: until EOS or the context is full
     std::vector<std::string> stop;    // stop strings (never part of the output)

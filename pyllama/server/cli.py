@@ -157,6 +157,8 @@ def parse_args(
     except ValueError:
         parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
     spec_types, synth = _speculative(parser, a)
+    mmproj = _multimodal(parser, a)
+    mm_on = mmproj is not None or (bool(a.mmproj_url) and a.mmproj_auto is not False)
     if a.rpc and not router:  # a router's children add them, each for its own model
         add_rpc_servers(parser, a.rpc)
     devices, tensor_split = _offload(parser, a)
@@ -205,15 +207,24 @@ def parse_args(
         chat_template_kwargs=kwargs,
         lora=lora,
         lora_init_without_apply=bool(a.lora_init_without_apply),
-        context_shift=bool(a.context_shift),
+        context_shift=bool(a.context_shift) and not mm_on,
         spm_infill=a.spm_infill,
         prefill_assistant=a.prefill_assistant is not False,
         n_keep=a.n_keep,
-        cache_reuse=a.cache_reuse,
+        cache_reuse=0 if mm_on else a.cache_reuse,
         cache_ram_mib=a.cache_ram,
         cache_idle_slots=a.cache_idle_slots is not False,
         slot_prompt_similarity=a.slot_prompt_similarity,
         model_draft=a.model_draft,
+        mmproj=mmproj,
+        mmproj_url=None if a.mmproj or a.mmproj_auto is False else a.mmproj_url,
+        mmproj_offload=a.mmproj_offload is not False,
+        mmproj_device=a.mmproj_device,
+        image_min_tokens=a.image_min_tokens,
+        image_max_tokens=a.image_max_tokens,
+        mtmd_batch_max_tokens=a.mtmd_batch_max_tokens,
+        media_path=a.media_path,
+        media_allow_private=bool(a.media_allow_private),
         spec_draft_n_max=a.spec_draft_n_max,
         spec_draft_n_min=a.spec_draft_n_min,
         spec_draft_p_min=a.spec_draft_p_min,
@@ -291,6 +302,31 @@ def _offload(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[li
             file=sys.stderr,
         )
     return devices, split
+
+
+def _multimodal(parser: argparse.ArgumentParser, a: argparse.Namespace) -> str | None:
+    """--mmproj and --media-path checked as llama-server checks them; the projector path
+    (None: none, or one that --mmproj-url downloads when the model loads). A projector
+    turns context shift and cache reuse off, with llama-server's warnings."""
+    if a.media_path is not None and not Path(a.media_path).is_dir():
+        parser.error(f"--media-path: not a directory: {a.media_path}")
+    if a.mtmd_batch_max_tokens < 1:
+        parser.error("--mtmd-batch-max-tokens must be >= 1")
+    if a.mmproj_auto is False:  # --no-mmproj: no projector at all
+        return None
+    if a.mmproj is not None and not Path(a.mmproj).is_file():
+        parser.error(f"--mmproj: '{a.mmproj}' does not exist or is not a file")
+    if a.mmproj or a.mmproj_url:
+        for on, what in ((a.context_shift, "ctx_shift"), (a.cache_reuse, "cache_reuse")):
+            if on:
+                print(
+                    f"pyllama-server: warning: {what} is not supported by multimodal, "
+                    "it will be disabled",
+                    file=sys.stderr,
+                )
+        if a.model_draft is not None:
+            parser.error("--mmproj cannot be used with a draft model (--model-draft) yet")
+    return a.mmproj
 
 
 def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[list, list]:

@@ -66,6 +66,50 @@ class _ListDevices(argparse.Action):
         parser.exit(0)
 
 
+def _multimodal_flags(flag: Any, switch: Any) -> None:
+    """llama-server's --mmproj family and --media-path (cli.parse_args checks them)."""
+    flag("-mm", "--mmproj", env="LLAMA_ARG_MMPROJ", help="multimodal projector file (images, audio)")
+    flag("-mmu", "--mmproj-url", env="LLAMA_ARG_MMPROJ_URL", help="URL of a projector file")
+    switch(
+        ["--mmproj-auto"],
+        ["--no-mmproj", "--no-mmproj-auto"],
+        "mmproj_auto",
+        "LLAMA_ARG_MMPROJ_AUTO",
+        "use the projector found beside a hub or --models-dir model (default: on)",
+    )
+    switch(
+        ["--mmproj-offload"],
+        ["--no-mmproj-offload"],
+        "mmproj_offload",
+        "LLAMA_ARG_MMPROJ_OFFLOAD",
+        "run the projector on the GPU (default: on)",
+    )
+    flag("-mmdev", "--mmproj-device", env="MTMD_BACKEND_DEVICE", help="projector's device, or none")
+    for bound in ("min", "max"):
+        flag(
+            f"--image-{bound}-tokens",
+            type=int,
+            default=-1,
+            env=f"LLAMA_ARG_IMAGE_{bound.upper()}_TOKENS",
+            help=f"{bound}imum tokens per image (dynamic-resolution models; default: the file's)",
+        )
+    flag(
+        "--mtmd-batch-max-tokens",
+        type=int,
+        default=1024,
+        env="LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",
+        help="image tokens per encoder batch (default: 1024)",
+    )
+    flag("--media-path", help="directory that file:// media URLs are read from (default: none)")
+    flag(
+        "--media-allow-private",
+        action="store_true",
+        env="PYLLAMA_MEDIA_ALLOW_PRIVATE",
+        conv=env_bool,
+        help="pyllama: allow http(s) media URLs to loopback and private addresses (default: refused)",
+    )
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]:
     """The parser, and for each flag that a variable can set: (variable, converter)."""
     p = _Parser(
@@ -284,6 +328,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         dest="model_draft",
         env="LLAMA_ARG_SPEC_DRAFT_MODEL",
     )
+    _multimodal_flags(flag, switch)
     flag("--spec-draft-n-max", type=int, default=3, env="LLAMA_ARG_SPEC_DRAFT_N_MAX")
     flag("--spec-draft-n-min", type=int, default=0, env="LLAMA_ARG_SPEC_DRAFT_N_MIN")
     flag(

@@ -85,6 +85,16 @@ class Settings:
     cache_reuse: int = 0
     slot_prompt_similarity: float = 0.1
     model_draft: str | None = None
+    # multimodal (--mmproj ...): a projector file for images and audio
+    mmproj: str | None = None
+    mmproj_url: str | None = None  # downloaded into the cache when the model loads
+    mmproj_offload: bool = True
+    mmproj_device: str | None = None  # None: follows --device; "none": the CPU
+    image_min_tokens: int = -1
+    image_max_tokens: int = -1
+    mtmd_batch_max_tokens: int = 1024
+    media_path: str | None = None  # directory for file:// media URLs; None: refused
+    media_allow_private: bool = False  # http(s) media URLs to private addresses (pyllama's)
     spec_draft_n_max: int = 3
     spec_draft_n_min: int = 0
     spec_draft_p_min: float = 0.0

@@ -18,6 +18,7 @@ from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server.http.errors import APIError
+from pyllama.server.media.content import MediaRules
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
@@ -33,6 +34,8 @@ class ServerState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.model: _core.Model | None = None
+        self.projector: _core.Projector | None = None  # --mmproj
+        self.modalities = {"vision": False, "audio": False, "video": False}
         self.eog_tokens: list[int] = []
         self.engine: AsyncEngine | None = None
         self.template: ChatTemplate | None = None
@@ -117,8 +120,10 @@ class ServerState:
         drafting = s.model_draft is not None and s.spec_types != ["none"]
         draft = _core.Model(s.model_draft, **placement) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
+        projector = self._load_projector(model, threads)
         core = _core.Engine(
             model,
+            projector=projector,
             n_parallel=n_parallel,
             n_ctx=n_ctx,
             n_batch=s.n_batch,
@@ -154,6 +159,13 @@ class ServerState:
         if self._lora_scales is not None:
             core.set_lora_scales(self._lora_scales)
         self.model = model
+        self.projector = projector
+        # llama-server's /props "modalities" (no video: it needs ffmpeg); kept while asleep
+        self.modalities = {
+            "vision": bool(projector and projector.vision),
+            "audio": bool(projector and projector.audio),
+            "video": False,
+        }
         self.info = {
             "n_vocab": model.n_vocab,
             "n_ctx_train": model.n_ctx_train,
@@ -173,6 +185,42 @@ class ServerState:
         self.n_ctx_slot = core.n_ctx_slot
         self._engine_core = core
 
+    def _load_projector(self, model: _core.Model, threads: int) -> _core.Projector | None:
+        """--mmproj (or --mmproj-url, downloaded once into the cache) for this model."""
+        s = self.settings
+        path = s.mmproj
+        if path is None and s.mmproj_url:
+            from pyllama.server.media.download import fetch_projector
+
+            path = fetch_projector(s.mmproj_url, offline=s.offline)
+        if path is None:
+            return None
+        check_model_file(path)
+        device = s.mmproj_device or (s.devices[0] if s.devices else "")
+        return _core.Projector(
+            model,
+            path,
+            use_gpu=s.mmproj_offload and device != "none",
+            device="" if device == "none" else device,
+            n_threads=threads,
+            image_min_tokens=s.image_min_tokens,
+            image_max_tokens=s.image_max_tokens,
+            batch_max_tokens=s.mtmd_batch_max_tokens,
+        )
+
+    def media_rules(self) -> MediaRules:
+        """What media requests may hold: the projector's modalities, --media-path."""
+        p = self.projector
+        s = self.settings
+        return MediaRules(
+            image=bool(p and p.vision),
+            audio=bool(p and p.audio),
+            marker=p.marker if p else "<__media__>",
+            media_path=s.media_path,
+            allow_private=s.media_allow_private,
+        )
+
+
     @staticmethod
     def _special(model: _core.Model, token: int) -> str:
         if token < 0:
@@ -191,6 +239,7 @@ class ServerState:
             self.engine.close()  # joins the loop thread; no task is running
             self.engine = None
             self.model = None
+            self.projector = None
             self._engine_core = None
             self.sleeping = True
 

@@ -51,6 +51,7 @@ class ChatPlan:
     )  # lazy grammar: free text until one matches
     preserved: list[int] = field(default_factory=list)  # special tokens written out as text
     tools: ToolFormat | None = None
+    media: _core.MediaPrompt | None = None  # the prompt, when it holds images or audio
     reasoning: str = "none"  # effective reasoning format; "none": left in the content
     opened: bool = False  # the prompt opened a think block
 
@@ -115,9 +116,11 @@ def plan_chat(
     has_grammar: bool = False,
     allow_empty: bool = False,
     continue_final: bool | None = None,
+    media: bool = False,
 ) -> ChatPlan:
     """Render and tokenize a chat; raises APIError(400) for bad messages, tools or template
-    failures."""
+    failures. With ``media`` (markers in the messages) the tokens are left to the
+    projector (``turn.plan_call``)."""
     model, _ = state.require()
     template = state.template
     assert template is not None
@@ -180,7 +183,7 @@ def plan_chat(
     plan = ChatPlan(
         messages=msgs,
         prompt=prompt,
-        tokens=tokenize_chat(model, msgs, prompt),
+        tokens=[] if media else tokenize_chat(model, msgs, prompt),
         grammar=grammar,
         tools=fmt,
         reasoning=rf if thinks else "none",

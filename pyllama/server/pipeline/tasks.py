@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 from pyllama import _core
 from pyllama.engine import TaskStream
@@ -47,7 +47,12 @@ SAMPLING_FIELDS = [
 ]
 
 
-def _tokenize_one(model: _core.Model, prompt: Any) -> list[int]:
+Prompt = Union[list[int], _core.MediaPrompt]  # a runtime alias: no "X | Y" on 3.9
+
+
+def _tokenize_one(model: _core.Model, prompt: Any) -> Prompt:
+    if isinstance(prompt, _core.MediaPrompt):  # media.prompt.resolve_prompts made it
+        return prompt
     if isinstance(prompt, dict):  # llama-server's JSON prompt object
         if prompt.get("multimodal_data"):
             raise APIError(400, "multimodal data is not supported by this model")
@@ -76,15 +81,16 @@ def _tokenize_one(model: _core.Model, prompt: Any) -> list[int]:
     return tokens
 
 
-def tokenize_prompts(model: _core.Model, prompt: Any) -> list[list[int]]:
+def tokenize_prompts(model: _core.Model, prompt: Any) -> list[Prompt]:
     """llama-server's rules: a string, a token array or a mixed array is one prompt; an
-    array of strings or arrays is several."""
-    if isinstance(prompt, (str, dict)):
+    array of strings or arrays is several. Prompts with media come as MediaPrompts
+    (``media.prompt.resolve_prompts``)."""
+    if isinstance(prompt, (str, dict, _core.MediaPrompt)):
         prompts = [prompt]
     elif (
         isinstance(prompt, list)
         and prompt
-        and all(isinstance(p, (str, list, dict)) for p in prompt)
+        and all(isinstance(p, (str, list, dict, _core.MediaPrompt)) for p in prompt)
     ):
         prompts = prompt
     else:
@@ -148,7 +154,7 @@ class Options:
 
 
 def make_tasks(
-    state: ServerState, prompts: Sequence[list[int]], req: Sampling, opts: Options
+    state: ServerState, prompts: Sequence[Prompt], req: Sampling, opts: Options
 ) -> list[_core.TaskParams]:
     model, _ = state.require()
     s = state.settings
@@ -177,7 +183,10 @@ def make_tasks(
     tasks = []
     for tokens in prompts:
         t = _core.TaskParams()
-        t.prompt = tokens
+        if isinstance(tokens, _core.MediaPrompt):
+            t.set_prompt(tokens)
+        else:
+            t.prompt = tokens
         t.sampling = sampling
         t.n_predict = n_predict
         t.stop = opts.stop

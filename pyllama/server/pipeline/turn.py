@@ -20,6 +20,8 @@ from pyllama.engine import TaskStream
 from pyllama.sampling import grammar_for_response_format
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import describe_validation
+from pyllama.server.media import content
+from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.plan import ChatPlan, plan_chat
 from pyllama.server.pipeline.schemas import Sampling
@@ -166,11 +168,15 @@ class ChatTurn:
                 yield ev.index, reader.finish(), ev, ev
 
 
-def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
+async def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
+    """The call's chat planned; its images and audio loaded and, with the text, tokenized
+    by the projector (off the event loop)."""
+    state.require()
+    messages, files = await content.take_media(call.messages, state.media_rules())
     rf = call.response_format or {}
-    return plan_chat(
+    plan = plan_chat(
         state,
-        call.messages,
+        messages,
         tools=call.tools,
         tool_choice=call.tool_choice,
         parallel_tool_calls=call.parallel_tool_calls,
@@ -184,13 +190,18 @@ def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
             or call.sampling.json_schema
             or rf.get("type") in ("json_object", "json_schema")
         ),
+        media=bool(files),
     )
+    if files:
+        plan.media = await media_prompt.tokenize(state.projector, plan.prompt, files)
+        plan.tokens = list(plan.media.tokens)
+    return plan
 
 
-def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
-    """Plan and submit; every refusal (bad messages, context overflow, overload) raises
-    APIError here, before any response byte."""
-    plan = plan_call(state, call)
+async def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
+    """Plan and submit; every refusal (bad messages or media, context overflow, overload)
+    raises APIError here, before any response byte."""
+    plan = await plan_call(state, call)
     try:
         grammar = plan.grammar or grammar_for_response_format(call.response_format)
     except ValueError as e:
@@ -204,5 +215,6 @@ def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         preserved=plan.preserved,
         stop=call.stop,
     )
-    streams = tasks.submit(state, tasks.make_tasks(state, [plan.tokens], call.sampling, opts))
+    prompt = plan.media if plan.media is not None else plan.tokens
+    streams = tasks.submit(state, tasks.make_tasks(state, [prompt], call.sampling, opts))
     return ChatTurn(plan, streams, call.n, opts.sampling)

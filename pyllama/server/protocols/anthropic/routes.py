@@ -160,7 +160,7 @@ async def messages(request: Request) -> Response:
     call = _call(req, {**extensions(req.model_extra), **own})
     call.n_predict = req.max_tokens
     call.stop = tasks.stops(req.stop_sequences)
-    turn = start_chat(state, call)
+    turn = await start_chat(state, call)
     head = {"id": _message_id(), "type": "message", "role": "assistant", "model": state.model_name}
     if req.stream:
         return sse_response(_stream(turn, head, call.stop), on_error=_error_event)
@@ -285,7 +285,7 @@ async def count_tokens(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, CountTokensRequest)
     state.require()
-    plan = plan_call(state, _call(req))
+    plan = await plan_call(state, _call(req))
     return json_response({"input_tokens": len(plan.tokens)})
 
 

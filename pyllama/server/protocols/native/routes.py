@@ -13,6 +13,7 @@ from starlette.responses import Response
 from pyllama import _core, hardware
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse, sse_response
+from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.plan import plan_chat
 from pyllama.server.pipeline.schemas import Sampling
@@ -149,7 +150,8 @@ async def completion(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, CompletionRequest)
     model, _ = state.require()
-    return await run_completion(request, state, req, tasks.tokenize_prompts(model, req.prompt))
+    prompt = await media_prompt.resolve_prompts(state.projector, req.prompt)
+    return await run_completion(request, state, req, tasks.tokenize_prompts(model, prompt))
 
 
 async def run_completion(
@@ -290,7 +292,7 @@ async def props(request: Request) -> Response:
             "total_slots": state.n_parallel,
             "model_alias": state.model_name,
             "model_path": state.model_path,
-            "modalities": {"vision": False, "audio": False},
+            "modalities": state.modalities,
             "chat_template": state.template.source,
             "bos_token": state.bos_text,
             "eos_token": state.eos_text,

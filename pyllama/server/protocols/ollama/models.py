@@ -132,6 +132,10 @@ def _capabilities(state: ServerState, model: _core.Model) -> list[str]:
         caps.append("thinking")
     if min(model.token_fim_pre, model.token_fim_suf, model.token_fim_mid) >= 0:
         caps.append("insert")  # /api/generate's suffix
+    if state.modalities["vision"]:
+        caps.append("vision")  # Ollama's name for image input
+    if state.modalities["audio"]:
+        caps.append("audio")
     return caps
 
 

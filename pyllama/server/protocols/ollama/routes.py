@@ -104,7 +104,7 @@ async def chat(request: Request) -> Response:
     state.require()
     _refuse(req)
     sampling, n_predict, stop = options(state, req.options)
-    turn = start_chat(
+    turn = await start_chat(
         state,
         ChatCall(
             messages=[message_in(m, i) for i, m in enumerate(req.messages)],
@@ -178,7 +178,7 @@ async def generate(request: Request) -> Response:
             response_format=rf,
             template_kwargs=think(state, req.think),
         )
-        turn = start_chat(state, call)
+        turn = await start_chat(state, call)
         if req.stream:
             return _ndjson(_chunks(_turn_pieces(turn, "response"), name, "response", t0))
         reply = (await turn.replies(request.receive))[0]

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from pyllama import _core
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import json_response, parse, sse, sse_response
+from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.deltas import ChatDeltas
 from pyllama.server.pipeline.embeddings import embed
@@ -75,6 +76,9 @@ async def models(request: Request) -> Response:
                     "name": state.model_name,
                     "model": state.model_name,
                     "type": "model",
+                    "capabilities": ["completion", "multimodal"]
+                    if state.modalities["vision"] or state.modalities["audio"]
+                    else ["completion"],
                     "details": {"format": "gguf"},
                 }
             ],
@@ -99,7 +103,8 @@ async def completions(request: Request) -> Response:
         raise APIError(400, "'echo' is not supported")
     if req.suffix is not None:
         raise APIError(400, "'suffix' is not supported; use /infill")
-    prompts = tasks.tokenize_prompts(model, req.prompt)
+    prompt = await media_prompt.resolve_prompts(state.projector, req.prompt)
+    prompts = tasks.tokenize_prompts(model, prompt)
     opts = tasks.Options(
         n_predict=_n_predict(req.max_tokens, req.n_predict),
         n_cmpl=req.n,
@@ -205,7 +210,7 @@ async def chat_completions(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
-    turn = start_chat(state, _chat_call(req))
+    turn = await start_chat(state, _chat_call(req))
     env = _envelope(state, "chat.completion", "chatcmpl")
     if req.stream:
         env["object"] = "chat.completion.chunk"
@@ -240,7 +245,7 @@ async def chat_input_tokens(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
-    return json_response({"input_tokens": len(plan_call(state, _chat_call(req)).tokens)})
+    return json_response({"input_tokens": len((await plan_call(state, _chat_call(req))).tokens)})
 
 
 def _chat_logprobs(state: ServerState, events: list[_core.Event], top_n: int) -> dict[str, Any]:

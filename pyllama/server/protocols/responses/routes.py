@@ -223,7 +223,7 @@ async def create(request: Request) -> Response:
     state.require()
     store = _store(request)
     tr = _Translated(state, req, store)
-    turn = start_chat(state, tr.call)
+    turn = await start_chat(state, tr.call)
     if req.stream:
         return sse_response(_stream(state, store, tr, turn))
     reply = (await turn.replies(request.receive))[0]
@@ -248,7 +248,7 @@ async def input_tokens(request: Request) -> Response:
     req = await parse(request, ResponsesRequest)
     state.require()
     tr = _Translated(state, req, _store(request))
-    n = len(plan_call(state, tr.call).tokens)
+    n = len((await plan_call(state, tr.call)).tokens)
     return json_response({"object": "response.input_tokens", "input_tokens": n})
 
 

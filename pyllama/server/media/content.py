@@ -1,0 +1,99 @@
+"""OpenAI-shaped messages with media parts to messages with media markers, and the
+media's bytes in order (llama-server's ``oaicompat_content_load_media``): each
+``image_url``, ``input_audio`` part becomes ``{"type": "media_marker", "text": marker}``,
+which the chat template sees as text. Every protocol translates its own media parts to
+these OpenAI ones first (Anthropic ``image``, Responses ``input_image``, Ollama
+``images``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyllama.server.http.errors import APIError
+from pyllama.server.media import sources
+
+__all__ = ["MEDIA_PARTS", "MediaRules", "has_media", "take_media", "unsupported"]
+
+MEDIA_PARTS = ("image_url", "input_audio", "input_video", "video_url")
+
+
+@dataclass(frozen=True)
+class MediaRules:
+    """What the loaded model takes and where media may come from."""
+
+    image: bool = False
+    audio: bool = False
+    marker: str = "<__media__>"
+    media_path: str | None = None
+    allow_private: bool = False
+
+
+def unsupported(kind: str) -> APIError:
+    """llama-server's message for media the model cannot take (a 400 here)."""
+    return APIError(
+        400,
+        f"{kind} input is not supported - hint: if this is unexpected, you may need to "
+        "provide the mmproj",
+    )
+
+
+def has_media(messages: Any) -> bool:
+    if not isinstance(messages, list):
+        return False
+    for m in messages:
+        content = m.get("content") if isinstance(m, Mapping) else None
+        if isinstance(content, list) and any(
+            isinstance(p, Mapping) and p.get("type") in MEDIA_PARTS for p in content
+        ):
+            return True
+    return False
+
+
+def _url(part: Mapping[str, Any], key: str, inner: tuple[str, ...]) -> Any:
+    value = part.get(key)
+    if isinstance(value, str):  # a bare string, as some clients send
+        return value
+    if isinstance(value, Mapping):
+        for name in inner:
+            if value.get(name):
+                return value[name]
+    raise APIError(400, f"'{key}' needs {' or '.join(repr(n) for n in inner)}")
+
+
+async def take_media(messages: Any, rules: MediaRules) -> tuple[Any, list[bytes]]:
+    """(messages with markers, the media bytes in marker order). Messages that hold no
+    media come back as they are."""
+    if not has_media(messages):
+        return messages, []
+    files: list[bytes] = []
+    out = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, Mapping) else None
+        if not isinstance(content, list):
+            out.append(m)
+            continue
+        parts = []
+        for p in content:
+            kind = p.get("type") if isinstance(p, Mapping) else None
+            if kind not in MEDIA_PARTS:
+                parts.append(p)
+                continue
+            assert isinstance(p, Mapping)
+            if kind == "image_url":
+                if not rules.image:
+                    raise unsupported("image")
+                url = _url(p, "image_url", ("url",))
+            elif kind == "input_audio":
+                if not rules.audio:
+                    raise unsupported("audio")
+                url = _url(p, "input_audio", ("data", "url"))
+            else:
+                raise unsupported("video")
+            files.append(
+                await sources.load(url, media_path=rules.media_path, allow_private=rules.allow_private)
+            )
+            parts.append({"type": "media_marker", "text": rules.marker})
+        out.append({**m, "content": parts})
+    return out, files
