@@ -28,6 +28,7 @@ void register_projector(py::module_ & m) {
     py::class_<MediaPrompt>(m, "MediaPrompt", "Tokens (media as placeholder tokens < -1) and the media chunks.")
         .def_readonly("tokens", &MediaPrompt::tokens)
         .def_readonly("media", &MediaPrompt::media)
+        .def_readonly("seconds", &MediaPrompt::seconds, "per file: an audio file's duration in seconds, 0 for an image")
         .def("__len__", [](const MediaPrompt & p) { return p.tokens.size(); });
 
     py::class_<Projector, std::shared_ptr<Projector>>(m, "Projector",

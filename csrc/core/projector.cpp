@@ -107,6 +107,7 @@ int Projector::audio_sample_rate() const { return mtmd_get_audio_sample_rate(ctx
 MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std::string> & files, bool add_special,
                                 bool parse_special) const {
     BitmapsFree bitmaps;
+    std::vector<double> seconds;
     for (size_t i = 0; i < files.size(); ++i) {
         const std::string & f = files[i];
         if (f.empty()) throw MediaError("media " + std::to_string(i) + " is empty");
@@ -125,6 +126,10 @@ MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std:
         }
         bitmaps.v.push_back(w.bitmap);
         const bool is_audio = mtmd_bitmap_is_audio(w.bitmap);
+        const int rate = audio_sample_rate();
+        seconds.push_back(is_audio && rate > 0 ? static_cast<double>(mtmd_bitmap_get_n_bytes(w.bitmap)) /
+                                                     sizeof(float) / rate
+                                               : 0.0);
         if (is_audio && !audio()) {
             throw MediaError("audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj");
         }
@@ -147,6 +152,7 @@ MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std:
     }
     if (rc != 0) throw MediaError("the media could not be preprocessed for this model");
     MediaPrompt out;
+    out.seconds = std::move(seconds);
     for (size_t c = 0; c < mtmd_input_chunks_size(chunks.get()); ++c) {
         const mtmd_input_chunk * ch = mtmd_input_chunks_get(chunks.get(), c);
         const auto type = mtmd_input_chunk_get_type(ch);

@@ -53,6 +53,7 @@ struct MediaChunk {
 struct MediaPrompt {
     std::vector<llama_token> tokens;
     std::vector<MediaChunk> media;
+    std::vector<double> seconds;  // per file: an audio file's duration, 0 for an image
 };
 
 class Projector {

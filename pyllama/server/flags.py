@@ -68,7 +68,9 @@ class _ListDevices(argparse.Action):
 
 def _multimodal_flags(flag: Any, switch: Any) -> None:
     """llama-server's --mmproj family and --media-path (cli.parse_args checks them)."""
-    flag("-mm", "--mmproj", env="LLAMA_ARG_MMPROJ", help="multimodal projector file (images, audio)")
+    flag(
+        "-mm", "--mmproj", env="LLAMA_ARG_MMPROJ", help="multimodal projector file (images, audio)"
+    )
     flag("-mmu", "--mmproj-url", env="LLAMA_ARG_MMPROJ_URL", help="URL of a projector file")
     switch(
         ["--mmproj-auto"],

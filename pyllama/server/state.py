@@ -220,7 +220,6 @@ class ServerState:
             allow_private=s.media_allow_private,
         )
 
-
     @staticmethod
     def _special(model: _core.Model, token: int) -> str:
         if token < 0:

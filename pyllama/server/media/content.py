@@ -14,7 +14,7 @@ from typing import Any
 from pyllama.server.http.errors import APIError
 from pyllama.server.media import sources
 
-__all__ = ["MEDIA_PARTS", "MediaRules", "has_media", "take_media", "unsupported"]
+__all__ = ["MEDIA_PARTS", "MediaRules", "has_media", "image_part", "take_media", "unsupported"]
 
 MEDIA_PARTS = ("image_url", "input_audio", "input_video", "video_url")
 
@@ -37,6 +37,11 @@ def unsupported(kind: str) -> APIError:
         f"{kind} input is not supported - hint: if this is unexpected, you may need to "
         "provide the mmproj",
     )
+
+
+def image_part(url: str) -> dict[str, Any]:
+    """An OpenAI image part (a URL, data URI or raw base64), for the other protocols."""
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def has_media(messages: Any) -> bool:
@@ -92,7 +97,9 @@ async def take_media(messages: Any, rules: MediaRules) -> tuple[Any, list[bytes]
             else:
                 raise unsupported("video")
             files.append(
-                await sources.load(url, media_path=rules.media_path, allow_private=rules.allow_private)
+                await sources.load(
+                    url, media_path=rules.media_path, allow_private=rules.allow_private
+                )
             )
             parts.append({"type": "media_marker", "text": rules.marker})
         out.append({**m, "content": parts})

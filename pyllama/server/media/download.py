@@ -21,7 +21,9 @@ def fetch_projector(url: str, *, offline: bool) -> str:
     if target.is_file():
         return str(target)
     if offline:
-        raise ValueError(f"--mmproj-url: {name} is not in the cache ({target.parent}) and --offline")
+        raise ValueError(
+            f"--mmproj-url: {name} is not in the cache ({target.parent}) and --offline"
+        )
     import httpx
 
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from pyllama.server.http.auth import ApiKeyMiddleware
 from pyllama.server.http.errors import APIError, handle_api_error, handle_http_error
+from pyllama.server.http.multipart import parse_form
 from pyllama.server.http.wire import json_body, json_response
 from pyllama.server.router.table import FAKE_DELAY_S, ModelEntry, ModelTable
 from pyllama.server.settings import Settings
@@ -74,6 +75,7 @@ POST_ROUTES = [
     "/api/show",
 ]
 GET_ROUTES = ("/metrics", "/slots", "/lora-adapters")  # the model in ?model=
+FORM_ROUTES = ("/v1/audio/transcriptions", "/audio/transcriptions")  # multipart uploads
 # hop-by-hop and recomputed headers, not forwarded in either direction
 _DROP = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "authorization"}
@@ -158,6 +160,13 @@ async def proxy_post(request: Request) -> Response:
     body = await request.body()
     data = await json_body(request)
     return await _forward(request, _table(request).get(_named(data.get("model"))), body)
+
+
+async def proxy_form(request: Request) -> Response:
+    """A multipart upload (audio transcriptions): the model in its ``model`` field."""
+    body = await request.body()
+    form = await asyncio.to_thread(parse_form, request.headers.get("content-type", ""), body)
+    return await _forward(request, _table(request).get(_named(form.get("model"))), body)
 
 
 async def proxy_get(request: Request) -> Response:
@@ -337,6 +346,7 @@ def create_router_app(
         Route("/models", download, methods=["POST"]),
         Route("/models", delete, methods=["DELETE"]),
         *(Route(p, proxy_post, methods=["POST"]) for p in POST_ROUTES),
+        *(Route(p, proxy_form, methods=["POST"]) for p in FORM_ROUTES),
         *(Route(p, proxy_get, methods=["GET"]) for p in GET_ROUTES),
         *(Route(p, fn, methods=m) for p, fn, m in (*tool_routes.ROUTES, *cors_proxy.ROUTES)),
     ]

@@ -1,7 +1,8 @@
 """Anthropic request pieces (system, content blocks, tools, tool_choice) to the OpenAI
 shapes the chat pipeline takes, as llama-server's ``server_chat_convert_anthropic_to_oai``
-does, but refusing what the model cannot take (images, documents, server tools) with a
-400 instead of a 500."""
+does, but refusing what the model cannot take (documents, server tools) with a 400
+instead of a 500. Image blocks become OpenAI image parts, which the media pipeline loads
+(a 400 there when the model has no vision projector)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import Any
 import orjson
 
 from pyllama.server.http.errors import APIError
+from pyllama.server.media.content import image_part
 
 __all__ = ["to_openai_messages", "to_openai_tools", "tool_choice"]
 
-_UNSUPPORTED = {"image", "document", "search_result", "container_upload"}
+_UNSUPPORTED = {"document", "search_result", "container_upload"}
 
 
 def _text(block: Mapping[str, Any], where: str) -> str:
@@ -38,9 +40,33 @@ def _system(system: Any) -> str | None:
 
 
 def _unsupported(kind: str, where: str) -> APIError:
-    if kind == "image":
-        return APIError(400, f"{where}: image input is not supported by this model")
     return APIError(400, f"{where}: content blocks of type '{kind}' are not supported")
+
+
+def _image(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """An image block (base64 or URL source) as an OpenAI image part."""
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, Mapping) else None
+    if kind == "base64":
+        assert isinstance(source, Mapping)
+        data, media_type = source.get("data"), source.get("media_type", "image/jpeg")
+        if not isinstance(data, str) or not isinstance(media_type, str):
+            raise APIError(400, f"{where}.source: a base64 source needs string data and media_type")
+        return image_part(f"data:{media_type};base64,{data}")
+    if kind == "url":
+        assert isinstance(source, Mapping)
+        url = source.get("url")
+        if not isinstance(url, str):
+            raise APIError(400, f"{where}.source.url must be a string")
+        return image_part(url)
+    raise APIError(400, f"{where}.source.type must be 'base64' or 'url'")
+
+
+def _content(parts: list[dict[str, Any]]) -> Any:
+    """Text blocks joined as before; with images, OpenAI content parts in block order."""
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "".join(p["text"] for p in parts)
 
 
 def _tool_result(block: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -49,19 +75,22 @@ def _tool_result(block: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise APIError(400, f"{where}.tool_use_id must be a string")
     content = block.get("content", "")
     if isinstance(content, list):
-        texts = []
+        parts = []
         for j, part in enumerate(content):
             kind = part.get("type") if isinstance(part, Mapping) else None
-            if kind != "text":
+            if kind == "image":
+                parts.append(_image(part, f"{where}.content[{j}]"))
+            elif kind == "text":
+                parts.append({"type": "text", "text": _text(part, f"{where}.content[{j}]")})
+            else:
                 raise _unsupported(str(kind), f"{where}.content[{j}]")
-            texts.append(_text(part, f"{where}.content[{j}]"))
-        content = "".join(texts)
+        content = _content(parts)
     elif content is None:
         content = ""
     elif not isinstance(content, str):
         raise APIError(400, f"{where}.content must be a string or an array of text blocks")
     if block.get("is_error"):
-        content = f"Error: {content}"
+        content = f"Error: {content}" if isinstance(content, str) else content
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
@@ -79,7 +108,7 @@ def _message(msg: Any, i: int) -> list[dict[str, Any]]:
         return [{"role": role, "content": content}]
     if not isinstance(content, list):
         raise APIError(400, f"{where}.content must be a string or an array of content blocks")
-    texts: list[str] = []
+    texts: list[dict[str, Any]] = []  # text blocks and images, as OpenAI parts
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
@@ -87,7 +116,9 @@ def _message(msg: Any, i: int) -> list[dict[str, Any]]:
         at = f"{where}.content[{j}]"
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind == "text":
-            texts.append(_text(block, at))
+            texts.append({"type": "text", "text": _text(block, at)})
+        elif kind == "image":
+            texts.append(_image(block, at))
         elif kind == "thinking":
             reasoning.append(str(block.get("thinking") or ""))
         elif kind == "redacted_thinking":
@@ -111,7 +142,7 @@ def _message(msg: Any, i: int) -> list[dict[str, Any]]:
             raise APIError(400, f"{at}: unknown content block type {kind!r}")
     out: list[dict[str, Any]] = []
     if texts or calls or reasoning:
-        m: dict[str, Any] = {"role": role, "content": "".join(texts)}
+        m: dict[str, Any] = {"role": role, "content": _content(texts)}
         if calls:
             m["tool_calls"] = calls
         if reasoning:

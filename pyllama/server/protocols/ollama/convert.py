@@ -13,6 +13,7 @@ import orjson
 from pyllama import _core
 from pyllama.reasoning import thinking_tags
 from pyllama.server.http.errors import APIError
+from pyllama.server.media.content import image_part
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.pipeline.turn import sampling_from
@@ -82,11 +83,19 @@ def think(state: ServerState, value: bool | str | None) -> dict[str, Any] | None
     return {"enable_thinking": value}
 
 
+def with_images(text: str, images: list[Any] | None, i: int = 0) -> Any:
+    """Ollama's ``images`` (base64 strings) as OpenAI image parts before the text, where a
+    vision prompt puts them; just the text without images."""
+    if not images:
+        return text
+    if not all(isinstance(img, str) for img in images):
+        raise APIError(400, f"messages[{i}].images must be base64 strings")
+    return [*(image_part(img) for img in images), {"type": "text", "text": text}]
+
+
 def message_in(m: Message, i: int) -> dict[str, Any]:
     """One Ollama message as an OpenAI one."""
-    if m.images:
-        raise APIError(400, f"messages[{i}].images: images are not supported by this server")
-    out: dict[str, Any] = {"role": m.role, "content": m.content or ""}
+    out: dict[str, Any] = {"role": m.role, "content": with_images(m.content or "", m.images, i)}
     if m.thinking:
         out["reasoning_content"] = m.thinking
     if m.tool_calls:

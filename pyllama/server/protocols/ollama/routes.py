@@ -31,6 +31,7 @@ from pyllama.server.protocols.ollama.convert import (
     options,
     response_format,
     think,
+    with_images,
 )
 from pyllama.server.protocols.ollama.schemas import ChatRequest, GenerateRequest
 from pyllama.server.state import ServerState
@@ -158,8 +159,8 @@ async def generate(request: Request) -> Response:
     req = await parse(request, GenerateRequest)
     state.require()
     _refuse(req)
-    if req.images:
-        raise APIError(400, "images are not supported by this server")
+    if req.images and (req.raw or req.suffix):
+        raise APIError(400, "images need the chat template: not with 'raw' or 'suffix'")
     if req.template:
         raise APIError(400, "'template' is not supported: the model's chat template is used")
     sampling, n_predict, stop = options(state, req.options)
@@ -167,7 +168,7 @@ async def generate(request: Request) -> Response:
     name = req.model or state.model_name
     tokens = _prompt_tokens(state, req)
     if tokens is None:
-        messages = [{"role": "user", "content": req.prompt}]
+        messages = [{"role": "user", "content": with_images(req.prompt, req.images)}]
         if req.system:
             messages.insert(0, {"role": "system", "content": req.system})
         call = ChatCall(

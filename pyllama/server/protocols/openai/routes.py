@@ -22,6 +22,7 @@ from pyllama.server.pipeline.deltas import ChatDeltas
 from pyllama.server.pipeline.embeddings import embed
 from pyllama.server.pipeline.turn import ChatCall, ChatTurn, finish_reason, plan_call, start_chat
 from pyllama.server.protocols.native.routes import native_final
+from pyllama.server.protocols.openai import transcriptions
 from pyllama.server.protocols.openai.schemas import (
     ChatRequest,
     EmbeddingRequest,
@@ -358,4 +359,5 @@ ROUTES: list[tuple[str, Any, list[str]]] = [
     ("/embedding", embeddings_native, ["POST"]),
     ("/embeddings", embeddings_native, ["POST"]),
     ("/v1/embeddings", embeddings_oai, ["POST"]),
+    *transcriptions.ROUTES,
 ]

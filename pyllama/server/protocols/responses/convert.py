@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from pyllama.server.http.errors import APIError
+from pyllama.server.media.content import image_part
 
 __all__ = [
     "ReasoningConfig",
@@ -23,7 +24,7 @@ __all__ = [
 
 _ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 _TEXT_PARTS = ("input_text", "output_text")
-_UNSUPPORTED_PARTS = ("input_image", "input_file", "input_audio")
+_UNSUPPORTED_PARTS = ("input_file", "input_audio")
 
 
 class _Loose(BaseModel):
@@ -61,12 +62,29 @@ def _part_text(part: Any, where: str) -> str:
     return text
 
 
-def _content_text(content: Any, where: str) -> str:
+def _image(part: Mapping[str, Any], where: str) -> dict[str, Any]:
+    url = part.get("image_url")
+    if not isinstance(url, str):
+        raise bad(f"{where}: 'input_image' needs a string 'image_url' (file_id is not supported)")
+    return image_part(url)
+
+
+def _content_text(content: Any, where: str) -> Any:
+    """The text of a content array, or OpenAI content parts when it holds images."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise bad(f"{where}.content must be a string or an array of content parts")
-    return "".join(_part_text(p, f"{where}.content[{j}]") for j, p in enumerate(content))
+    parts: list[dict[str, Any]] = []
+    for j, p in enumerate(content):
+        at = f"{where}.content[{j}]"
+        if isinstance(p, Mapping) and p.get("type") == "input_image":
+            parts.append(_image(p, at))
+        else:
+            parts.append({"type": "text", "text": _part_text(p, at)})
+    if any(p["type"] != "text" for p in parts):
+        return parts
+    return "".join(p["text"] for p in parts)
 
 
 def _str_field(item: Mapping[str, Any], key: str, where: str) -> str:
@@ -111,6 +129,8 @@ def to_messages(items: list[Any]) -> list[dict[str, Any]]:
             if role not in _ROLES:
                 raise bad(f"{where}.role must be one of {', '.join(_ROLES)}, got {role!r}")
             text = _content_text(item.get("content"), where)
+            if role == "assistant" and not isinstance(text, str):
+                raise bad(f"{where}: images are for user messages")
             if role == "assistant":
                 assistant()["content"] += text
             else:
