@@ -14,6 +14,15 @@ void register_projector(py::module_ & m) {
     m.def("default_media_marker", [] { return std::string(mtmd_default_marker()); },
           "The text that stands for one image or audio file in a prompt: '<__media__>'.");
 
+    m.def(
+        "projector_caps",
+        [](const std::string & path) {
+            const mtmd_caps caps = mtmd_get_cap_from_file(path.c_str());
+            return std::make_pair(caps.inp_vision, caps.inp_audio);  // to a tuple once the GIL is back
+        },
+        py::arg("path"), py::call_guard<py::gil_scoped_release>(),
+        "(vision, audio) of a projector file, read from its header without loading it.");
+
     py::class_<MediaChunk>(m, "MediaChunk", "One image or audio file in a tokenized prompt.")
         .def_readonly("start", &MediaChunk::start, "index of its first placeholder token in the prompt")
         .def_readonly("n_tokens", &MediaChunk::n_tokens)

@@ -177,6 +177,31 @@ def find_best_model(paths: list[str], tag: str) -> str | None:
     return None
 
 
+def _quant_bits(path: str) -> int:
+    info = split_info(path)
+    m = re.search(r"\d+", info.tag if info is not None else "")
+    return int(m.group()) if m else 0
+
+
+def find_best_mmproj(paths: list[str], model: str) -> str | None:
+    """The projector beside ``model`` (llama.cpp's ``find_best_sibling`` for "mmproj"): a
+    ``*mmproj*.gguf`` in the model's folder or one above it, the deepest shared folder
+    first, then the quantization closest to the model's."""
+    model_dir = model.split("/")[:-1]
+    bits = _quant_bits(model)
+    best, best_key = None, (-1, 0)
+    for path in paths:
+        if not path.endswith(".gguf") or "mmproj" not in path:
+            continue
+        sib_dir = path.split("/")[:-1]
+        if model_dir[: len(sib_dir)] != sib_dir:
+            continue  # only the model's folder and the folders above it
+        key = (len(sib_dir), -abs(_quant_bits(path) - bits))
+        if key > best_key:
+            best, best_key = path, key
+    return best
+
+
 def _shards(paths: list[str], primary: str) -> list[str]:
     """Every file of a split model (just ``primary`` if it is a single file)."""
     info = split_info(primary)
@@ -249,6 +274,7 @@ class CachedModel:
     repo: str
     tag: str
     path: Path | None  # the GGUF a load of this name opens (a split model's first shard)
+    mmproj: Path | None = None  # its projector, when the repository has one
 
     @property
     def name(self) -> str:
@@ -272,7 +298,12 @@ def list_cached() -> list[CachedModel]:
                 continue
             seen.add(info.tag)
             best = find_best_model(paths, info.tag)
-            out.append(CachedModel(repo, info.tag, files[best] if best else None))
+            mmproj = find_best_mmproj(paths, best) if best else None
+            out.append(
+                CachedModel(
+                    repo, info.tag, files[best] if best else None, files[mmproj] if mmproj else None
+                )
+            )
     return out
 
 
@@ -546,7 +577,9 @@ def download(
             raise HubError(f"{repo} has no GGUF file for {want} (GGUF files: {ggufs})")
         repo_dir = _repo_dir(repo)
         snapshot = repo_dir / "snapshots" / commit
-        for rel in _shards(list(by_path), primary):
+        # as llama-server's -hf: the projector beside the model comes with it
+        mmproj = find_best_mmproj(list(by_path), primary)
+        for rel in _shards(list(by_path), primary) + ([mmproj] if mmproj else []):
             want_file = by_path[rel]
             url = f"{base}{repo}/resolve/{commit}/{quote(rel, safe='/')}"
             final = snapshot / rel

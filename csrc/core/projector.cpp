@@ -141,15 +141,15 @@ MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std:
     std::unique_ptr<mtmd_input_chunks, decltype(&mtmd_input_chunks_free)> chunks(mtmd_input_chunks_init(),
                                                                                  &mtmd_input_chunks_free);
     std::vector<const mtmd_bitmap *> bp(bitmaps.v.begin(), bitmaps.v.end());
-    const int32_t rc = mtmd_tokenize(ctx_, chunks.get(), &in, bp.data(), bp.size());
-    if (rc == 1) {
-        size_t n_markers = 0;
-        for (size_t at = text.find(marker_); at != std::string::npos; at = text.find(marker_, at + marker_.size())) {
-            ++n_markers;
-        }
+    size_t n_markers = 0;
+    for (size_t at = text.find(marker_); at != std::string::npos; at = text.find(marker_, at + marker_.size())) {
+        ++n_markers;
+    }
+    if (n_markers != files.size()) {
         throw MediaError("the prompt has " + std::to_string(n_markers) + " media marker(s) '" + marker_ + "' for " +
                          std::to_string(files.size()) + " media file(s)");
     }
+    const int32_t rc = mtmd_tokenize(ctx_, chunks.get(), &in, bp.data(), bp.size());
     if (rc != 0) throw MediaError("the media could not be preprocessed for this model");
     MediaPrompt out;
     out.seconds = std::move(seconds);

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -195,6 +197,20 @@ async def props(request: Request) -> Response:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _caps(path: str) -> tuple[bool, bool]:
+    from pyllama import _core
+
+    return tuple(_core.projector_caps(path))  # type: ignore[return-value]
+
+
+def _inputs(entry: ModelEntry) -> list[str]:
+    """ "text", plus "image" and "audio" as the model's projector takes them."""
+    path = entry.projector()
+    vision, audio = _caps(path) if path and os.path.isfile(path) else (False, False)
+    return ["text"] + ["image"] * vision + ["audio"] * audio
+
+
 def _describe(entry: ModelEntry) -> dict[str, Any]:
     status: dict[str, Any] = {"value": entry.status, "args": entry.args}
     if entry.preset:
@@ -212,7 +228,7 @@ def _describe(entry: ModelEntry) -> dict[str, Any]:
         "owned_by": "llamacpp",
         "created": int(time.time()),
         "status": status,
-        "architecture": {"input_modalities": ["text"], "output_modalities": ["text"]},
+        "architecture": {"input_modalities": _inputs(entry), "output_modalities": ["text"]},
         "source": entry.source,
         "can_remove": entry.source == "cache",
     }

@@ -37,8 +37,11 @@ def _scan_dir(root: Path) -> list[ModelEntry]:
         if item.is_dir():
             ggufs = sorted(p for p in item.glob("*.gguf") if "mmproj" not in p.name)
             shard = [p for p in ggufs if "-00001-of-" in p.name]
+            mmproj = sorted(item.glob("*mmproj*.gguf"))  # as llama-server: a folder's projector
             if ggufs:
-                out.append(ModelEntry(item.name, "models_dir", str((shard or ggufs)[0])))
+                entry = ModelEntry(item.name, "models_dir", str((shard or ggufs)[0]))
+                entry.mmproj = str(mmproj[-1]) if mmproj else None
+                out.append(entry)
         elif item.suffix == ".gguf" and "mmproj" not in item.name:
             out.append(ModelEntry(item.stem, "models_dir", str(item)))
     return out
@@ -153,6 +156,7 @@ def _scan_hub_cache() -> list[ModelEntry]:
     for m in cached:
         path = os.path.abspath(m.path) if m.path else None  # LLAMA_CACHE may be relative
         entry = ModelEntry(m.name, "cache", path, hub=True)
+        entry.mmproj = os.path.abspath(m.mmproj) if m.mmproj else None
         entry.missing = "" if m.path else "no model file for this tag in the hub cache"
         out.append(entry)
     return out

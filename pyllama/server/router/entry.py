@@ -19,6 +19,7 @@ class ModelEntry:
     name: str
     source: str  # "models_dir", "preset" or "cache"
     path: str | None  # GGUF file; None when no local file stands behind it (yet)
+    mmproj: str | None = None  # its projector file (a --models-dir folder's, the hub's)
     args: list[str] = field(default_factory=list)  # the model's own flags (preset)
     preset: str = ""  # its INI section, as given
     aliases: list[str] = field(default_factory=list)
@@ -37,6 +38,21 @@ class ModelEntry:
     progress: dict[str, dict[str, int]] = field(default_factory=dict)  # url -> done, total
     cancel: threading.Event = field(default_factory=threading.Event)  # stops a download
     task: asyncio.Task[None] | None = None  # the download
+
+    def mmproj_args(self, inherited: list[str]) -> list[str]:
+        """``--mmproj`` for a projector found beside the model, unless the model's flags or
+        the router's name one or turn them off (--no-mmproj)."""
+        given = {"-mm", "--mmproj", "--no-mmproj", "--no-mmproj-auto"}
+        if self.mmproj is None or given & {*inherited, *self.args}:
+            return []
+        return ["--mmproj", self.mmproj]
+
+    def projector(self) -> str | None:
+        """The projector its child loads: an explicit ``--mmproj``, else the one found."""
+        for i, arg in enumerate(self.args[:-1]):
+            if arg in ("-mm", "--mmproj"):
+                return self.args[i + 1]
+        return None if "--no-mmproj" in self.args else self.mmproj
 
     @property
     def running(self) -> bool:

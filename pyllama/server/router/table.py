@@ -259,6 +259,7 @@ class ModelTable:
             [
                 *self.child_args,
                 *entry.args,
+                *entry.mmproj_args(self.child_args),
                 "-m",
                 entry.path,
                 "-a",
