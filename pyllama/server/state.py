@@ -18,7 +18,7 @@ from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server.http.errors import APIError
-from pyllama.server.media.content import MediaRules
+from pyllama.server.media.content import MediaRules, media_marker
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
@@ -35,6 +35,7 @@ class ServerState:
         self.settings = settings
         self.model: _core.Model | None = None
         self.projector: _core.Projector | None = None  # --mmproj
+        self.media_marker = media_marker()
         self.modalities = {"vision": False, "audio": False, "video": False}
         self.eog_tokens: list[int] = []
         self.engine: AsyncEngine | None = None
@@ -206,6 +207,7 @@ class ServerState:
             image_min_tokens=s.image_min_tokens,
             image_max_tokens=s.image_max_tokens,
             batch_max_tokens=s.mtmd_batch_max_tokens,
+            marker=self.media_marker,
         )
 
     def media_rules(self) -> MediaRules:
@@ -215,7 +217,7 @@ class ServerState:
         return MediaRules(
             image=bool(p and p.vision),
             audio=bool(p and p.audio),
-            marker=p.marker if p else "<__media__>",
+            marker=self.media_marker,
             media_path=s.media_path,
             allow_private=s.media_allow_private,
         )

@@ -118,6 +118,7 @@ def test_other_protocols_bad_media(omni_server: str) -> None:
     )
     assert r.status_code == 400
     assert "Invalid base64" in r.json()["error"]  # Ollama's error shape
+    marker = httpx.get(omni_server + "/props").json()["media_marker"]
     r = httpx.post(
         omni_server + "/completion",
         json={
@@ -130,13 +131,25 @@ def test_other_protocols_bad_media(omni_server: str) -> None:
         omni_server + "/completion",
         json={
             "prompt": {
-                "prompt_string": "two markers <__media__><__media__>",
+                "prompt_string": f"two markers {marker}{marker}",
                 "multimodal_data": [b64(png(8, 8))],
             }
         },
     )
     assert r.status_code == 400
     assert "2 media marker(s)" in r.json()["error"]["message"]
+
+
+def test_marker_text_is_not_a_marker(omni_server: str) -> None:
+    """The default marker typed by a client stays text: the server's marker is random."""
+    r = httpx.post(
+        omni_server + "/completion",
+        json={"prompt": {"prompt_string": "<__media__>", "multimodal_data": [b64(png(8, 8))]}},
+    )
+    assert r.status_code == 400
+    assert "0 media marker(s)" in r.json()["error"]["message"]
+    chat = _chat(omni_server, {"type": "text", "text": "<__media__> is just text"})
+    assert chat.status_code == 200
 
 
 def test_server_keeps_serving(omni_server: str) -> None:

@@ -5,6 +5,7 @@ images, llama-server's /completion multimodal_data; and the prompt cache across 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import anthropic
@@ -57,6 +58,7 @@ def _image_chat(url: str, image: bytes, **kw: object) -> openai.types.chat.ChatC
 def test_props_and_models_report_modalities(omni_server: str) -> None:
     props = httpx.get(omni_server + "/props").json()
     assert props["modalities"] == {"vision": True, "audio": True, "video": False}
+    assert re.fullmatch(r"<__media_[0-9A-Za-z]{32}__>", props["media_marker"])
     models = httpx.get(omni_server + "/v1/models").json()
     assert models["models"][0]["capabilities"] == ["completion", "multimodal"]
     name = httpx.get(omni_server + "/api/tags").json()["models"][0]["name"]
@@ -238,10 +240,12 @@ def test_ollama_images(omni_server: str) -> None:
 
 
 def test_completion_multimodal_data(omni_server: str) -> None:
+    marker = httpx.get(omni_server + "/props").json()["media_marker"]
+
     def complete(image: bytes) -> dict:
         body = {
             "prompt": {
-                "prompt_string": "A picture: <__media__> shows",
+                "prompt_string": f"A picture: {marker} shows",
                 "multimodal_data": [b64(image)],
             },
             "n_predict": 8,

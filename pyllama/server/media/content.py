@@ -7,6 +7,9 @@ these OpenAI ones first (Anthropic ``image``, Responses ``input_image``, Ollama
 
 from __future__ import annotations
 
+import os
+import secrets
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,9 +17,28 @@ from typing import Any
 from pyllama.server.http.errors import APIError
 from pyllama.server.media import sources
 
-__all__ = ["MEDIA_PARTS", "MediaRules", "has_media", "image_part", "take_media", "unsupported"]
+__all__ = [
+    "MEDIA_PARTS",
+    "MediaRules",
+    "has_media",
+    "image_part",
+    "media_marker",
+    "take_media",
+    "unsupported",
+]
 
 MEDIA_PARTS = ("image_url", "input_audio", "input_video", "video_url")
+
+
+def media_marker() -> str:
+    """The text that stands for a medium in prompts, as llama-server picks it: random per
+    server process (``<__media_XXXX__>``, 32 letters and digits), so that text a client
+    sends can never pose as one; ``LLAMA_MEDIA_MARKER`` pins it. /props reports it."""
+    pinned = os.environ.get("LLAMA_MEDIA_MARKER")
+    if pinned:
+        return pinned
+    alphabet = string.digits + string.ascii_uppercase + string.ascii_lowercase
+    return "<__media_" + "".join(secrets.choice(alphabet) for _ in range(32)) + "__>"
 
 
 @dataclass(frozen=True)

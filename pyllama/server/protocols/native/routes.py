@@ -293,6 +293,7 @@ async def props(request: Request) -> Response:
             "model_alias": state.model_name,
             "model_path": state.model_path,
             "modalities": state.modalities,
+            "media_marker": state.media_marker,
             "chat_template": state.template.source,
             "bos_token": state.bos_text,
             "eos_token": state.eos_text,
