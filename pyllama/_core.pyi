@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'Model', 'OverloadedError', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'devices', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'rpc_add_server', 'rpc_serve', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'OverloadedError', 'Projector', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class Model:
@@ -565,6 +565,80 @@ class SamplingParams:
     @xtc_threshold.setter
     def xtc_threshold(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
+class MediaError(ValueError):
+    pass
+class MediaChunk:
+    """
+    One image or audio file in a tokenized prompt.
+    """
+    def __repr__(self) -> str:
+        ...
+    @property
+    def audio(self) -> bool:
+        ...
+    @property
+    def id(self) -> str:
+        """
+        SHA-256 of the file
+        """
+    @property
+    def n_pos(self) -> int:
+        """
+        positions it takes (fewer than n_tokens with M-RoPE)
+        """
+    @property
+    def n_tokens(self) -> int:
+        ...
+    @property
+    def start(self) -> int:
+        """
+        index of its first placeholder token in the prompt
+        """
+class MediaPrompt:
+    """
+    Tokens (media as placeholder tokens < -1) and the media chunks.
+    """
+    def __len__(self) -> int:
+        ...
+    @property
+    def media(self) -> list[MediaChunk]:
+        ...
+    @property
+    def seconds(self) -> list[float]:
+        """
+        per file: an audio file's duration in seconds, 0 for an image
+        """
+    @property
+    def tokens(self) -> list[int]:
+        ...
+class Projector:
+    """
+    A multimodal projector (mmproj GGUF) bound to a loaded model.
+    """
+    def __init__(self, model: Model, path: str, *, use_gpu: bool = True, n_threads: typing.SupportsInt | typing.SupportsIndex = 4, image_min_tokens: typing.SupportsInt | typing.SupportsIndex = -1, image_max_tokens: typing.SupportsInt | typing.SupportsIndex = -1, batch_max_tokens: typing.SupportsInt | typing.SupportsIndex = -1, warmup: bool = True, device: str = '', marker: str = '') -> None:
+        ...
+    def tokenize(self, text: str, files: collections.abc.Sequence[bytes], add_special: bool = True, parse_special: bool = True) -> MediaPrompt:
+        """
+        Tokenize text holding one marker per file; MediaError for a file the projector cannot take.
+        """
+    @property
+    def audio(self) -> bool:
+        ...
+    @property
+    def audio_sample_rate(self) -> int:
+        ...
+    @property
+    def marker(self) -> str:
+        ...
+    @property
+    def mrope(self) -> bool:
+        ...
+    @property
+    def path(self) -> str:
+        ...
+    @property
+    def vision(self) -> bool:
+        ...
 class OverloadedError(RuntimeError):
     pass
 class ContextSizeError(ValueError):
@@ -648,6 +722,10 @@ class TaskParams:
     sampling: SamplingParams
     def __init__(self) -> None:
         ...
+    def set_prompt(self, prompt: MediaPrompt) -> None:
+        """
+        Take a MediaPrompt's tokens and media.
+        """
     @property
     def embd_normalize(self) -> int:
         ...
@@ -665,6 +743,14 @@ class TaskParams:
         ...
     @lora_scales.setter
     def lora_scales(self, arg0: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def media(self) -> list[MediaChunk]:
+        """
+        media chunks over the prompt's placeholders (Projector.tokenize)
+        """
+    @media.setter
+    def media(self, arg0: collections.abc.Sequence[MediaChunk]) -> None:
         ...
     @property
     def n_cache_reuse(self) -> int:
@@ -810,7 +896,7 @@ class Engine:
     """
     Continuous batching over n_parallel slots on a C++ thread.
     """
-    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], cache_ram_mib: typing.SupportsInt | typing.SupportsIndex = 0, cache_idle_slots: bool = True, verbose: bool = False) -> None:
+    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], cache_ram_mib: typing.SupportsInt | typing.SupportsIndex = 0, cache_idle_slots: bool = True, verbose: bool = False, projector: Projector = None) -> None:
         ...
     def cancel(self, task_id: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
@@ -859,6 +945,9 @@ class Engine:
     @property
     def notify_fd(self) -> int:
         ...
+    @property
+    def projector(self) -> Projector:
+        ...
 def backends() -> list:
     """
     The backend modules loaded at import: name, CPU variant, file and score.
@@ -873,6 +962,10 @@ def chat_apply_builtin(template: str, messages: collections.abc.Sequence[tuple[s
     """
 def chat_builtin_templates() -> list[str]:
     ...
+def default_media_marker() -> str:
+    """
+    The text that stands for one image or audio file in a prompt: '<__media__>'.
+    """
 def devices() -> list:
     """
     Every device of the loaded backends: name, description, type, backend, memory.
@@ -892,6 +985,10 @@ def max_devices() -> int:
 def module_dir() -> str:
     """
     The folder _core was loaded from.
+    """
+def projector_caps(path: str) -> tuple[bool, bool]:
+    """
+    (vision, audio) of a projector file, read from its header without loading it.
     """
 def rpc_add_server(endpoint: str) -> list[str]:
     """
