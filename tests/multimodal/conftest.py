@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.tiny_vlm import write_all
 
+from fixtures.tiny_vlm import write_all
 from helpers.servers import running_server
 
 

@@ -13,8 +13,8 @@ import httpx
 import ollama
 import openai
 import pytest
-from fixtures.tiny_vlm import IMAGE_TOKENS
 
+from fixtures.tiny_vlm import IMAGE_TOKENS
 from helpers.media import b64, data_url, png, wav
 
 ASK = "Describe this."

@@ -8,11 +8,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from fixtures.tiny_vlm import AUDIO_TOKENS, IMAGE_TOKENS
 
 from pyllama import _core
 from pyllama.engine import default_threads
 
+from fixtures.tiny_vlm import AUDIO_TOKENS, IMAGE_TOKENS
 from helpers.media import png, wav
 
 
