@@ -121,7 +121,11 @@ def _internal_target(module: str) -> Path | None:
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
 TESTS = ROOT / "tests"
-TEST_HELPERS = {"conftest", "helpers", "fixtures"}  # importable from every test (tests/ on sys.path)
+TEST_HELPERS = {
+    "conftest",
+    "helpers",
+    "fixtures",
+}  # importable from every test (tests/ on sys.path)
 
 
 @pytest.mark.parametrize(
