@@ -110,6 +110,8 @@ def test_the_wheel_carries_the_license_texts(wheel: Path):
         for part in ("llama.cpp", "nlohmann-json", "cpp-httplib"):
             text = z.read(f"pyllama/licenses/{part}.LICENSE").decode()
             assert "MIT License" in text and "Permission is hereby granted" in text, part
+        for part in ("xxhash", "sha256", "rotate-bits"):  # in libmtmd
+            assert f"pyllama/licenses/{part}.LICENSE" in names, part
 
 
 def test_the_server_extra_alone_serves_the_demo_model(served: str):

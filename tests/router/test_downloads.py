@@ -41,7 +41,7 @@ def fake_hub(smollm_path: str) -> Iterator[FakeHub]:
             "README.md": FakeFile(b"# tiny\n", lfs=False),
             "tiny-F16.gguf": FakeFile(b"GGUF not this one"),  # the listing has it first
             "tiny-Q8_0.gguf": FakeFile(Path(smollm_path)),
-            "mmproj-tiny-F16.gguf": FakeFile(b"GGUF a projector"),
+            # no projector: a download would fetch it and the child load it (see below)
         },
         delay=0.03,  # ~3 s for the demo model: long enough to see it downloading
     )
@@ -203,6 +203,8 @@ def test_download_into_the_cache(
             "small-F16.gguf": FakeFile(_blob(1000, 3)),
             "sub/small-Q8_0.gguf": FakeFile(data),
             "notes.txt": FakeFile(b"x", lfs=False),
+            "mmproj-small-F16.gguf": FakeFile(b"GGUF a projector"),  # comes with the model
+            "other/mmproj-x-F16.gguf": FakeFile(b"GGUF not beside it"),
         }
     )
     monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -219,15 +221,19 @@ def test_download_into_the_cache(
     assert refs.read_text() == COMMIT
     assert not (snap / "small-F16.gguf").exists() and not (snap / "notes.txt").exists()
     assert not list(cache.rglob("*" + hub.PARTIAL_SUFFIX))
-    # progress: one file, growing to its size
+    # progress: the model, growing to its size, then its projector (llama-server's -hf)
+    base = f"{fake_hub.url}/test-org/small-GGUF/resolve/{COMMIT}/"
     urls = {u for u, _, _ in seen}
-    assert urls == {f"{fake_hub.url}/test-org/small-GGUF/resolve/{COMMIT}/sub/small-Q8_0.gguf"}
-    dones = [d for _, d, _ in seen]
-    assert dones == sorted(dones) and seen[-1][1:] == (len(data), len(data))
+    assert urls == {base + "sub/small-Q8_0.gguf", base + "mmproj-small-F16.gguf"}
+    dones = [d for u, d, _ in seen if u.endswith("small-Q8_0.gguf")]
+    assert dones == sorted(dones) and dones[-1] == len(data)
+    assert (snap / "mmproj-small-F16.gguf").read_bytes() == b"GGUF a projector"
+    assert not (snap / "other").exists()
     # the token went to the hub with each request
     assert all(s.headers.get("authorization") == f"Bearer {TOKEN}" for s in fake_hub.requests[n:])
     # llama-server would find it under its own name
     assert {m.name: m.path for m in hub.list_cached()} == {"test-org/small-GGUF:Q8_0": path}
+    assert hub.list_cached()[0].mmproj == snap / "mmproj-small-F16.gguf"
 
     # a second download fetches nothing: the file is in the cache
     n = len(fake_hub.requests)
