@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["SERVER_PIDS", "alive", "free_port", "running_server"]
+__all__ = ["SERVER_PIDS", "alive", "free_port", "running_server", "wait_healthy"]
 
 
 def free_port() -> int:
@@ -21,6 +21,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until ``url``/health answers 200; AssertionError if ``proc`` exits or time runs out."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"the server exited {proc.returncode}"
+        try:
+            if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not become healthy"
+        time.sleep(0.1)
 
 
 SERVER_PIDS: dict[str, int] = {}  # base URL -> process id, for tests that inspect the process

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import httpx
 import pytest
 
 from helpers.media import b64, data_url, png, wav
-from helpers.servers import free_port, running_server
+from helpers.servers import free_port, running_server, wait_healthy
 
 PEER = Path(
     os.environ.get("LLAMA_SERVER_BIN")
@@ -47,16 +46,7 @@ def _peer(binary: Path, args: list[str]) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "llama-server exited"
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "llama-server did not become healthy"
-            time.sleep(0.1)
+        wait_healthy(url, proc, 60)
         yield url
     finally:
         proc.terminate()

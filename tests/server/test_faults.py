@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.servers import SERVER_PIDS, free_port, running_server
+from helpers.servers import SERVER_PIDS, free_port, running_server, wait_healthy
 
 http = httpx.Client(timeout=120.0)
 
@@ -212,15 +212,7 @@ def test_sigterm_while_streaming_exits_cleanly(smollm_path):  # item 27
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.1)
+        wait_healthy(url, proc)
         got = []
         body = {"prompt": "Once upon a time", "n_predict": 400, "ignore_eos": True, "stream": True}
         try:
