@@ -13,6 +13,7 @@ from pathlib import Path
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
 from pyllama.server.flags import add_rpc_servers, build_parser
+from pyllama.server.sampling_flags import sampling_defaults
 from pyllama.server.settings import GcpSettings, Settings
 
 __all__ = ["main", "parse_args"]
@@ -158,6 +159,10 @@ def parse_args(
         parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
     spec_types, synth = _speculative(parser, a)
     mmproj = _multimodal(parser, a)
+    try:
+        sampling = sampling_defaults(a)
+    except ValueError as e:
+        parser.error(str(e))
     mm_on = mmproj is not None or (bool(a.mmproj_url) and a.mmproj_auto is not False)
     if a.rpc and not router:  # a router's children add them, each for its own model
         add_rpc_servers(parser, a.rpc)
@@ -216,6 +221,7 @@ def parse_args(
         cache_idle_slots=a.cache_idle_slots is not False,
         slot_prompt_similarity=a.slot_prompt_similarity,
         model_draft=a.model_draft,
+        sampling=sampling,
         mmproj=mmproj,
         mmproj_url=None if a.mmproj or a.mmproj_auto is False else a.mmproj_url,
         mmproj_offload=a.mmproj_offload is not False,

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pyllama.server.sampling_flags import add_sampling_flags
+
 __all__ = ["build_parser", "env_bool"]
 
 _BOOL_TRUE = {"1", "true", "on", "yes", "enabled"}
@@ -331,6 +333,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         env="LLAMA_ARG_SPEC_DRAFT_MODEL",
     )
     _multimodal_flags(flag, switch)
+    add_sampling_flags(flag)
     flag("--spec-draft-n-max", type=int, default=3, env="LLAMA_ARG_SPEC_DRAFT_N_MAX")
     flag("--spec-draft-n-min", type=int, default=0, env="LLAMA_ARG_SPEC_DRAFT_N_MIN")
     flag(

@@ -85,6 +85,8 @@ class Settings:
     cache_reuse: int = 0
     slot_prompt_similarity: float = 0.1
     model_draft: str | None = None
+    # --top-k ... --json-schema: request fields every request starts from (its own win)
+    sampling: dict[str, object] = field(default_factory=dict)
     # multimodal (--mmproj ...): a projector file for images and audio
     mmproj: str | None = None
     mmproj_url: str | None = None  # downloaded into the cache when the model loads

@@ -158,16 +158,26 @@ def make_tasks(
 ) -> list[_core.TaskParams]:
     model, _ = state.require()
     s = state.settings
-    kw: dict[str, Any] = {name: getattr(req, name) for name in SAMPLING_FIELDS}
+    defaults = s.sampling  # the command line's (--top-k ...): a request's own fields win
+    kw: dict[str, Any] = {}
+    for name in SAMPLING_FIELDS:
+        value = getattr(req, name)
+        kw[name] = defaults.get(name) if value is None else value
     temp = req.temperature if req.temperature is not None else req.temp
     kw["temperature"] = s.temperature if temp is None else temp
     seed = req.seed if req.seed is not None else s.seed
     kw["seed"] = _core.DEFAULT_SEED if seed is None or seed < 0 else seed
+    grammar, schema = req.grammar, req.json_schema
+    if opts.grammar is not None:
+        grammar, schema = opts.grammar, None
+    elif grammar is None and schema is None:
+        grammar, schema = defaults.get("grammar"), defaults.get("json_schema")
+    bias = req.logit_bias if req.logit_bias is not None else defaults.get("logit_bias")
     try:
         sampling = make_sampling_params(
-            grammar=opts.grammar if opts.grammar is not None else req.grammar,
-            json_schema=req.json_schema if opts.grammar is None else None,
-            logit_bias=_logit_bias(model, req.logit_bias) if req.logit_bias else None,
+            grammar=grammar,
+            json_schema=schema,
+            logit_bias=_logit_bias(model, bias) if bias else None,
             **kw,
         )
     except (ValueError, TypeError) as e:

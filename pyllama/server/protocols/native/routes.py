@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pyllama import _core, hardware
+from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse, sse_response
 from pyllama.server.media import prompt as media_prompt
@@ -49,8 +50,13 @@ def generation_settings(
     """llama-server's ``generation_settings``: what a request ran with (``sampling``, as
     make_tasks built it) or, without one, the server's defaults (/props)."""
     s = state.settings
-    if sampling is None:
-        sampling = _core.SamplingParams()
+    if sampling is None:  # the command line's defaults (--temp, --top-k ...)
+        fields = {k: v for k, v in s.sampling.items() if k not in ("grammar", "json_schema")}
+        sampling = make_sampling_params(
+            grammar=s.sampling.get("grammar"),  # type: ignore[arg-type]
+            json_schema=s.sampling.get("json_schema"),
+            **fields,
+        )
         sampling.temperature = s.temperature
         if s.seed >= 0:
             sampling.seed = s.seed
