@@ -21,7 +21,9 @@ class Option:
     help: list[str] = field(default_factory=list)
 
 
-_HEAD = re.compile(r"^(?P<names>-[^\s,]+(?:,\s*-[^\s,]+)*)(?:\s(?P<meta>\S.*?))?(?:\s{2,}(?P<help>.*))?$")
+_HEAD = re.compile(
+    r"^(?P<names>-[^\s,]+(?:,\s*-[^\s,]+)*)(?:\s(?P<meta>\S.*?))?(?:\s{2,}(?P<help>.*))?$"
+)
 
 
 def parse_help(text: str) -> list[Option]:
@@ -36,7 +38,9 @@ def parse_help(text: str) -> list[Option]:
             if not m:
                 raise ValueError(f"unparsed --help line: {line!r}")
             names = [n.strip() for n in m.group("names").split(",")]
-            out.append(Option(names, (m.group("meta") or "").strip(), "", section, [m.group("help") or ""]))
+            out.append(
+                Option(names, (m.group("meta") or "").strip(), "", section, [m.group("help") or ""])
+            )
         elif out and line.strip():
             env = re.search(r"\(env: ([A-Z0-9_]+)\)", line)
             if env:
@@ -46,5 +50,7 @@ def parse_help(text: str) -> list[Option]:
 
 
 def server_options(binary: str | Path) -> list[Option]:
-    text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = subprocess.run(
+        [str(binary), "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
     return parse_help(text)

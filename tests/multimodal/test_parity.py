@@ -7,7 +7,6 @@ its skip reason; PYLLAMA_REQUIRE_PEER=1 makes its absence an error."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,24 +15,15 @@ import httpx
 import pytest
 
 from helpers.media import b64, data_url, png, wav
+from helpers.peer import require_peer
 from helpers.servers import free_port, running_server, wait_healthy
 
-PEER = Path(
-    os.environ.get("LLAMA_SERVER_BIN")
-    or Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
-    / "peer/bin/llama-server"
-)
 FLAGS = ["-c", "2048", "-np", "1", "-t", "2", "--temp", "0"]
 
 
 @pytest.fixture(scope="module")
 def peer_bin() -> Path:
-    if not PEER.is_file():
-        message = f"llama-server not built at {PEER}: run ci/build_peer.sh"
-        if os.environ.get("PYLLAMA_REQUIRE_PEER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return PEER
+    return require_peer()
 
 
 @contextlib.contextmanager

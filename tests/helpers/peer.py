@@ -1,0 +1,26 @@
+"""llama-server built from the same vendor tree (ci/build_peer.sh), for tests that compare
+with it. Missing, a test skips and says so; PYLLAMA_REQUIRE_PEER=1 (CI) makes it an error."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+__all__ = ["PEER", "require_peer"]
+
+PEER = Path(
+    os.environ.get("LLAMA_SERVER_BIN")
+    or Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
+    / "peer/bin/llama-server"
+)
+
+
+def require_peer() -> Path:
+    if not PEER.is_file():
+        message = f"llama-server not built at {PEER}: run ci/build_peer.sh (CI builds it)"
+        if os.environ.get("PYLLAMA_REQUIRE_PEER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return PEER
