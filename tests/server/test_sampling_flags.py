@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -71,8 +72,12 @@ def test_grammar_file_and_logit_bias_defaults(smollm_path: str, tmp_path: Path) 
     ],
 )
 def test_bad_sampling_options_name_themselves(args: list[str], message: str) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "pyllama.server", *args], capture_output=True, text=True, timeout=60
+    r = subprocess.run(  # from elsewhere: the source tree has no compiled module
+        [sys.executable, "-m", "pyllama.server", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tempfile.gettempdir(),
     )
     assert r.returncode == 2
     assert message in r.stderr
