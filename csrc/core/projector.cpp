@@ -106,6 +106,15 @@ int Projector::audio_sample_rate() const { return mtmd_get_audio_sample_rate(ctx
 
 MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std::string> & files, bool add_special,
                                 bool parse_special) const {
+    // counted before any file is decoded: a mismatch costs nothing
+    size_t n_markers = 0;
+    for (size_t at = text.find(marker_); at != std::string::npos; at = text.find(marker_, at + marker_.size())) {
+        ++n_markers;
+    }
+    if (n_markers != files.size()) {
+        throw MediaError("the prompt has " + std::to_string(n_markers) + " media marker(s) '" + marker_ + "' for " +
+                         std::to_string(files.size()) + " media file(s)");
+    }
     BitmapsFree bitmaps;
     std::vector<double> seconds;
     for (size_t i = 0; i < files.size(); ++i) {
@@ -141,14 +150,6 @@ MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std:
     std::unique_ptr<mtmd_input_chunks, decltype(&mtmd_input_chunks_free)> chunks(mtmd_input_chunks_init(),
                                                                                  &mtmd_input_chunks_free);
     std::vector<const mtmd_bitmap *> bp(bitmaps.v.begin(), bitmaps.v.end());
-    size_t n_markers = 0;
-    for (size_t at = text.find(marker_); at != std::string::npos; at = text.find(marker_, at + marker_.size())) {
-        ++n_markers;
-    }
-    if (n_markers != files.size()) {
-        throw MediaError("the prompt has " + std::to_string(n_markers) + " media marker(s) '" + marker_ + "' for " +
-                         std::to_string(files.size()) + " media file(s)");
-    }
     const int32_t rc = mtmd_tokenize(ctx_, chunks.get(), &in, bp.data(), bp.size());
     if (rc != 0) throw MediaError("the media could not be preprocessed for this model");
     MediaPrompt out;
