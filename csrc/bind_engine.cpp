@@ -1,5 +1,7 @@
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "bindings.hpp"
 #include "engine/engine.hpp"
 #include "engine/text_stream.hpp"
@@ -166,7 +168,16 @@ void register_engine(py::module_ & m) {
                          int32_t n_keep, std::vector<std::pair<std::string, float>> lora,
                          std::shared_ptr<Model> draft_model, int32_t spec_n_max, int32_t spec_n_min,
                          float spec_p_min, std::vector<double> spec_synth_probs, int64_t cache_ram_mib,
-                         bool cache_idle_slots, bool verbose, std::shared_ptr<Projector> projector) {
+                         bool cache_idle_slots, bool verbose, std::shared_ptr<Projector> projector,
+                         bool offload_kqv, bool op_offload, bool swa_full, int32_t rope_scaling_type,
+                         float rope_freq_base, float rope_freq_scale, float yarn_ext_factor,
+                         float yarn_attn_factor, float yarn_beta_fast, float yarn_beta_slow, uint32_t yarn_orig_ctx,
+                         const CpuParams & cpu, std::optional<CpuParams> cpu_batch,
+                         std::vector<std::pair<std::string, float>> control_vectors,
+                         std::pair<int32_t, int32_t> control_vector_layers, bool warmup, int32_t draft_threads,
+                         int32_t draft_threads_batch, std::optional<CpuParams> draft_cpu,
+                         std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
+                         std::string draft_type_v, bool perf) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -195,6 +206,30 @@ void register_engine(py::module_ & m) {
                  p.cache_idle_slots = cache_idle_slots;
                  p.verbose = verbose;
                  p.projector = std::move(projector);
+                 p.ctx.offload_kqv = offload_kqv;
+                 p.ctx.op_offload = op_offload;
+                 p.ctx.no_perf = !perf;
+                 p.ctx.swa_full = swa_full;
+                 p.ctx.rope_scaling_type = rope_scaling_type;
+                 p.ctx.rope_freq_base = rope_freq_base;
+                 p.ctx.rope_freq_scale = rope_freq_scale;
+                 p.ctx.yarn_ext_factor = yarn_ext_factor;
+                 p.ctx.yarn_attn_factor = yarn_attn_factor;
+                 p.ctx.yarn_beta_fast = yarn_beta_fast;
+                 p.ctx.yarn_beta_slow = yarn_beta_slow;
+                 p.ctx.yarn_orig_ctx = yarn_orig_ctx;
+                 p.ctx.cpu = cpu;
+                 p.ctx.cpu_batch = cpu_batch.value_or(cpu);  // llama-server: same as --cpu-* unless given
+                 for (auto & [path, scale] : control_vectors) p.control_vectors.push_back({path, scale});
+                 p.control_vector_start = control_vector_layers.first;
+                 p.control_vector_end = control_vector_layers.second;
+                 p.warmup = warmup;
+                 p.draft_threads = draft_threads;
+                 p.draft_threads_batch = draft_threads_batch;
+                 p.draft_cpu = std::move(draft_cpu);
+                 p.draft_cpu_batch = std::move(draft_cpu_batch);
+                 p.draft_type_k = std::move(draft_type_k);
+                 p.draft_type_v = std::move(draft_type_v);
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -210,7 +245,20 @@ void register_engine(py::module_ & m) {
              py::arg("spec_n_min") = 0, py::arg("spec_p_min") = 0.0f,
              py::arg("spec_synth_probs") = std::vector<double>{}, py::arg("cache_ram_mib") = 0,
              py::arg("cache_idle_slots") = true, py::arg("verbose") = false,
-             py::arg("projector") = std::shared_ptr<Projector>{})
+             py::arg("projector") = std::shared_ptr<Projector>{}, py::arg("offload_kqv") = true,
+             py::arg("op_offload") = true, py::arg("swa_full") = true, py::arg("rope_scaling_type") = -1,
+             py::arg("rope_freq_base") = 0.0f, py::arg("rope_freq_scale") = 0.0f, py::arg("yarn_ext_factor") = -1.0f,
+             py::arg("yarn_attn_factor") = -1.0f, py::arg("yarn_beta_fast") = -1.0f,
+             py::arg("yarn_beta_slow") = -1.0f, py::arg("yarn_orig_ctx") = 0u, py::arg("cpu") = CpuParams{},
+             py::arg("cpu_batch") = std::optional<CpuParams>{},
+             py::arg("control_vectors") = std::vector<std::pair<std::string, float>>{},
+             py::arg("control_vector_layers") = std::pair<int32_t, int32_t>{0, 0}, py::arg("warmup") = true,
+             py::arg("draft_threads") = -1, py::arg("draft_threads_batch") = -1,
+             py::arg("draft_cpu") = std::optional<CpuParams>{}, py::arg("draft_cpu_batch") = std::optional<CpuParams>{},
+             py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false,
+             "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
+             "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
+             "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start.")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),
@@ -229,6 +277,7 @@ void register_engine(py::module_ & m) {
         .def_property_readonly("projector", &Engine::projector)
         .def_property_readonly("lora_paths", &Engine::lora_paths)
         .def("lora_scales", &Engine::lora_scales, py::call_guard<py::gil_scoped_release>())
+        .def_property_readonly("warmup_ms", &Engine::warmup_ms, "How long the start-up warm-up took (-1: none ran).")
         .def("set_lora_scales", &Engine::set_lora_scales, py::arg("scales"), py::call_guard<py::gil_scoped_release>())
         .def("slots", [](const Engine & e) {
             py::list out;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "core/fit.hpp"
 #include "core/model.hpp"
 
 namespace py = pybind11;
@@ -22,11 +23,55 @@ llama_split_mode parse_split_mode(const std::string & name) {
 }
 }  // namespace
 
+namespace {
+py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::string> devices,
+             const std::string & split_mode, int32_t main_gpu, std::vector<float> tensor_split,
+             std::vector<std::pair<std::string, std::string>> tensor_overrides, std::vector<std::string> kv_overrides,
+             uint32_t n_ctx, uint32_t n_parallel, uint32_t n_batch, uint32_t n_ubatch, int32_t flash_attn,
+             const std::string & type_k, const std::string & type_v, bool kv_unified, bool swa_full, bool offload_kqv,
+             std::vector<size_t> margins_mib, uint32_t n_ctx_min) {
+    ModelParams mp;
+    mp.n_gpu_layers = n_gpu_layers;
+    mp.devices = std::move(devices);
+    mp.split_mode = parse_split_mode(split_mode);
+    mp.main_gpu = main_gpu;
+    mp.tensor_split = std::move(tensor_split);
+    mp.tensor_overrides = std::move(tensor_overrides);
+    mp.kv_overrides = std::move(kv_overrides);
+    ContextParams cp;
+    cp.n_ctx = n_ctx;
+    cp.n_seq_max = n_parallel;
+    cp.n_batch = n_batch;
+    cp.n_ubatch = n_ubatch;
+    cp.flash_attn = flash_attn;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
+    cp.kv_unified = kv_unified;
+    cp.swa_full = swa_full;
+    cp.offload_kqv = offload_kqv;
+    FitResult r;
+    {
+        py::gil_scoped_release release;  // it reads the model's metadata, maybe twice
+        r = fit_params(path, mp, cp, margins_mib, n_ctx_min);
+    }
+    py::dict out;
+    out["status"] = r.status;
+    out["n_gpu_layers"] = r.n_gpu_layers;
+    out["n_ctx"] = r.n_ctx;
+    out["tensor_split"] = r.tensor_split;
+    out["tensor_overrides"] = r.tensor_overrides;
+    return out;
+}
+}  // namespace
+
 void register_model(py::module_ & m) {
     py::class_<Model, std::shared_ptr<Model>>(m, "Model", "A loaded GGUF model (immutable, thread-safe).")
         .def(py::init([](const std::string & path, int32_t n_gpu_layers, bool use_mmap, bool use_mlock,
                          bool vocab_only, bool check_tensors, std::vector<std::string> devices,
-                         const std::string & split_mode, int32_t main_gpu, std::vector<float> tensor_split) {
+                         const std::string & split_mode, int32_t main_gpu, std::vector<float> tensor_split,
+                         std::vector<std::string> kv_overrides,
+                         std::vector<std::pair<std::string, std::string>> tensor_overrides, bool repack,
+                         bool no_host, std::string load_mode, std::string lazy_mode) {
                  ModelParams p;
                  p.n_gpu_layers = n_gpu_layers;
                  p.use_mmap = use_mmap;
@@ -37,6 +82,12 @@ void register_model(py::module_ & m) {
                  p.split_mode = parse_split_mode(split_mode);
                  p.main_gpu = main_gpu;
                  p.tensor_split = std::move(tensor_split);
+                 p.kv_overrides = std::move(kv_overrides);
+                 p.tensor_overrides = std::move(tensor_overrides);
+                 p.use_extra_bufts = repack;
+                 p.no_host = no_host;
+                 p.load_mode = std::move(load_mode);
+                 p.lazy_mode = std::move(lazy_mode);
                  // Loading reads the whole file: release the GIL. Arguments are plain C++ by now.
                  py::gil_scoped_release release;
                  return std::make_shared<Model>(path, p);
@@ -45,9 +96,17 @@ void register_model(py::module_ & m) {
              py::arg("use_mlock") = false, py::arg("vocab_only") = false, py::arg("check_tensors") = false,
              py::arg("devices") = std::vector<std::string>{}, py::arg("split_mode") = "layer",
              py::arg("main_gpu") = 0, py::arg("tensor_split") = std::vector<float>{},
+             py::arg("kv_overrides") = std::vector<std::string>{},
+             py::arg("tensor_overrides") = std::vector<std::pair<std::string, std::string>>{},
+             py::arg("repack") = true, py::arg("no_host") = false, py::arg("load_mode") = "",
+             py::arg("lazy_mode") = "auto",
              "Load a GGUF model. ``devices``: ggml device names to offload to (``['none']``: none; "
              "empty: every GPU); ``split_mode``: none, layer, row or tensor (llama-server's "
-             "--split-mode); ``tensor_split``: proportions per device.")
+             "--split-mode); ``tensor_split``: proportions per device; ``kv_overrides``: "
+             "metadata overrides, ``KEY=TYPE:VALUE`` (--override-kv); ``tensor_overrides``: "
+             "(tensor name regex, buffer type) pairs (--override-tensor, --cpu-moe); ``repack``: "
+             "weight repacking (--no-repack); ``load_mode``: auto, none, mmap, mlock, mmap+mlock "
+             "or dio ('' follows use_mmap/use_mlock); ``lazy_mode``: on, auto or off.")
         .def_property_readonly("path", &Model::path)
         .def_property_readonly("n_vocab", &Model::n_vocab)
         .def_property_readonly("n_ctx_train", [](const Model & s) { return llama_model_n_ctx_train(s.get()); })
@@ -111,6 +170,18 @@ void register_model(py::module_ & m) {
                  return py::bytes(out);
              },
              py::arg("tokens"), py::arg("remove_special") = false, py::arg("unparse_special") = false);
+    m.def("fit_params", &fit, py::arg("path"), py::kw_only(), py::arg("n_gpu_layers") = -1,
+          py::arg("devices") = std::vector<std::string>{}, py::arg("split_mode") = "layer", py::arg("main_gpu") = 0,
+          py::arg("tensor_split") = std::vector<float>{},
+          py::arg("tensor_overrides") = std::vector<std::pair<std::string, std::string>>{},
+          py::arg("kv_overrides") = std::vector<std::string>{}, py::arg("n_ctx") = 0u, py::arg("n_parallel") = 1u,
+          py::arg("n_batch") = 2048u, py::arg("n_ubatch") = 512u, py::arg("flash_attn") = -1,
+          py::arg("type_k") = "f16", py::arg("type_v") = "f16", py::arg("kv_unified") = true,
+          py::arg("swa_full") = true, py::arg("offload_kqv") = true,
+          py::arg("margins_mib") = std::vector<size_t>{1024}, py::arg("n_ctx_min") = 4096u,
+          "llama-server's --fit: the GPU layers, context size, tensor split and tensor overrides "
+          "(only those left at their defaults change) that fit the devices' free memory, leaving "
+          "margins_mib free; status 0 fits, 1 nothing projected to fit, 2 error.");
 }
 
 }  // namespace pyllama

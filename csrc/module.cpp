@@ -25,6 +25,7 @@ PYBIND11_MODULE(_core, m) {
 
     pyllama::register_backends(m);
     pyllama::register_errors(m);
+    pyllama::register_threads(m);
     pyllama::register_model(m);
     pyllama::register_batch(m);
     pyllama::register_context(m);

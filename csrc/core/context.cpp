@@ -1,8 +1,10 @@
 #include "core/context.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
+#include "common.h"
 #include "core/log.hpp"
 
 namespace pyllama {
@@ -24,7 +26,7 @@ LoraAdapter::LoraAdapter(std::shared_ptr<Model> model, const std::string & path)
     if (!adapter_) fail("failed to load LoRA adapter '" + path + "'");
 }
 
-Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_(std::move(model)) {
+llama_context_params to_llama(const ContextParams & p) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = p.n_ctx;
     cp.n_batch = p.n_batch;
@@ -42,11 +44,82 @@ Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_
     cp.kv_unified = p.kv_unified;
     cp.swa_full = p.swa_full;
     cp.no_perf = p.no_perf;
+    cp.op_offload = p.op_offload;
+    if (p.rope_scaling_type < -1 || p.rope_scaling_type > LLAMA_ROPE_SCALING_TYPE_MAX_VALUE) {
+        throw std::invalid_argument("rope_scaling_type must be -1 (the model's), 0 none, 1 linear or 2 yarn");
+    }
+    cp.rope_scaling_type = static_cast<enum llama_rope_scaling_type>(p.rope_scaling_type);
     cp.rope_freq_base = p.rope_freq_base;
     cp.rope_freq_scale = p.rope_freq_scale;
+    cp.yarn_ext_factor = p.yarn_ext_factor;
+    cp.yarn_attn_factor = p.yarn_attn_factor;
+    cp.yarn_beta_fast = p.yarn_beta_fast;
+    cp.yarn_beta_slow = p.yarn_beta_slow;
+    cp.yarn_orig_ctx = p.yarn_orig_ctx;
+    return cp;
+}
+
+Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_(std::move(model)) {
+    const llama_context_params cp = to_llama(p);
+    // checked before the (slow) context allocation
+    p.cpu.to_ggml(cp.n_threads);
+    p.cpu_batch.to_ggml(cp.n_threads_batch);
     log_clear();
     ctx_.reset(llama_init_from_model(model_->get(), cp));
     if (!ctx_) fail("failed to create context");
+    pools_.attach(ctx_.get(), p.cpu, cp.n_threads, p.cpu_batch, cp.n_threads_batch);
+}
+
+void Context::set_control_vectors(const std::vector<ControlVector> & vectors, int32_t il_start, int32_t il_end) {
+    Lock lock(mu_);
+    if (vectors.empty()) {
+        llama_set_adapter_cvec(ctx_.get(), nullptr, 0, 0, 0, 0);
+        return;
+    }
+    std::vector<common_control_vector_load_info> infos;
+    for (const ControlVector & v : vectors) infos.push_back({v.scale, v.path});
+    const int32_t n_layer = llama_model_n_layer(model_->get());
+    log_clear();
+    const common_control_vector_data data = common_control_vector_load(infos);
+    if (data.n_embd == -1) fail("failed to load the control vector(s)");
+    if (data.n_embd != llama_model_n_embd(model_->get())) {
+        throw LlamaError("control vector has " + std::to_string(data.n_embd) + " values per layer, the model " +
+                         std::to_string(llama_model_n_embd(model_->get())));
+    }
+    if (llama_set_adapter_cvec(ctx_.get(), data.data.data(), data.data.size(), data.n_embd,
+                               il_start <= 0 ? 1 : il_start, il_end <= 0 ? n_layer : il_end) != 0) {
+        fail("failed to apply the control vector(s)");
+    }
+}
+
+void Context::warmup() {
+    Lock lock(mu_);
+    llama_model * model = model_->get();
+    const llama_vocab * vocab = model_->vocab();
+    std::vector<llama_token> tmp;
+    for (llama_token t : {llama_vocab_bos(vocab), llama_vocab_eos(vocab)}) {
+        if (t != LLAMA_TOKEN_NULL) tmp.push_back(t);  // some models (T5) have no BOS
+    }
+    if (tmp.empty()) tmp.push_back(0);
+    log_clear();
+    if (llama_model_has_encoder(model)) {
+        if (llama_encode(ctx_.get(), llama_batch_get_one(tmp.data(), static_cast<int32_t>(tmp.size()))) != 0) {
+            fail("warm-up: llama_encode failed");
+        }
+        llama_token start = llama_model_decoder_start_token(model);
+        tmp.assign(1, start == LLAMA_TOKEN_NULL ? llama_vocab_bos(vocab) : start);
+    }
+    if (llama_model_has_decoder(model)) {
+        tmp.resize(std::min(tmp.size(), static_cast<size_t>(llama_n_batch(ctx_.get()))));
+        if (llama_decode(ctx_.get(), llama_batch_get_one(tmp.data(), static_cast<int32_t>(tmp.size()))) != 0) {
+            fail("warm-up: llama_decode failed");
+        }
+    }
+    llama_memory_clear(llama_get_memory(ctx_.get()), true);
+    llama_synchronize(ctx_.get());
+    llama_perf_context_reset(ctx_.get());
+    n_outputs_ = 0;
+    output_rows_.clear();
 }
 
 void Context::check_seq(llama_seq_id seq) const {
@@ -157,6 +230,9 @@ int32_t Context::n_embd_out() const {
 void Context::set_n_threads(int32_t n, int32_t n_batch) {
     Lock lock(mu_);
     if (n <= 0) throw std::invalid_argument("n_threads must be positive");
+    if (pools_.attached()) {  // each pool is sized for the thread counts it was made with
+        throw std::invalid_argument("a context with CPU placement (cpu_mask, priority, poll) keeps its thread counts");
+    }
     llama_set_n_threads(ctx_.get(), n, n_batch > 0 ? n_batch : n);
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/batch.hpp"
 #include "core/model.hpp"
+#include "core/threads.hpp"
 #include "llama-cpp.h"
 
 namespace pyllama {
@@ -33,8 +34,25 @@ struct ContextParams {
     bool kv_unified = true;
     bool swa_full = true;
     bool no_perf = false;
+    bool op_offload = true;        // host tensor operations may run on a device
+    // RoPE and YaRN (llama-server's --rope-*, --yarn-*); these defaults: the model's
+    int32_t rope_scaling_type = -1;  // llama_rope_scaling_type: -1 model, 0 none, 1 linear, 2 yarn
     float rope_freq_base = 0.0f;
     float rope_freq_scale = 0.0f;
+    float yarn_ext_factor = -1.0f;
+    float yarn_attn_factor = -1.0f;
+    float yarn_beta_fast = -1.0f;
+    float yarn_beta_slow = -1.0f;
+    uint32_t yarn_orig_ctx = 0;
+    // CPU placement of ggml's compute threads (generation, batch)
+    CpuParams cpu;
+    CpuParams cpu_batch;
+};
+
+// A control vector file (GGUF of direction.N tensors) and its scale.
+struct ControlVector {
+    std::string path;
+    float scale = 1.0f;
 };
 
 class LoraAdapter {
@@ -50,6 +68,8 @@ private:
 };
 
 ggml_type ggml_type_from_name(const std::string & name);
+// llama.cpp's context parameters for p; throws std::invalid_argument on a bad value.
+llama_context_params to_llama(const ContextParams & p);
 
 class Context {
 public:
@@ -103,6 +123,13 @@ public:
     std::vector<llama_token> seq_state_load(const std::string & path, llama_seq_id seq, size_t max_tokens);
 
     void set_lora(const std::vector<std::pair<std::shared_ptr<LoraAdapter>, float>> & adapters);
+    // Sum the vectors (each times its scale) and add them to layers [il_start, il_end]
+    // (<= 0: the first / the last layer), as llama-server's --control-vector*; an empty
+    // list removes them. Throws LlamaError on an unreadable file or a size mismatch.
+    void set_control_vectors(const std::vector<ControlVector> & vectors, int32_t il_start, int32_t il_end);
+    // llama-server's warm-up: decode BOS and EOS once, then forget them (first-use costs
+    // such as weight repacking and kernel selection are paid before the first request).
+    void warmup();
 
     llama_perf_context_data perf() const { return llama_perf_context(ctx_.get()); }
     void perf_reset() { llama_perf_context_reset(ctx_.get()); }
@@ -113,6 +140,7 @@ private:
     int32_t resolve_output(int32_t idx) const;
 
     std::shared_ptr<Model> model_;
+    Threadpools pools_;  // declared before ctx_: freed after the context that uses them
     llama_context_ptr ctx_;
     std::vector<std::shared_ptr<LoraAdapter>> lora_;  // keep applied adapters alive
     std::vector<int32_t> output_rows_;                // batch positions that produced outputs

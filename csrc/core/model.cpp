@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "common.h"
 #include "core/log.hpp"
 
 namespace pyllama {
@@ -29,22 +30,56 @@ std::vector<ggml_backend_dev_t> offload_devices(const std::vector<std::string> &
     return out;
 }
 
-Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
-    if (std::FILE * f = std::fopen(path.c_str(), "rb")) {
-        std::fclose(f);
-    } else {
-        throw std::system_error(errno, std::generic_category(), "cannot open model file '" + path + "'");
+namespace {
+std::map<std::string, ggml_backend_buffer_type_t> buffer_types() {
+    std::map<std::string, ggml_backend_buffer_type_t> out;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        if (ggml_backend_buffer_type_t b = ggml_backend_dev_buffer_type(ggml_backend_dev_get(i))) {
+            out[ggml_backend_buft_name(b)] = b;
+        }
     }
-    llama_model_params mp = llama_model_default_params();
+    return out;
+}
+
+llama_load_mode load_mode(const ModelParams & p) {
+    const std::string & m = p.load_mode;
+    if (m.empty()) {
+        if (p.use_mmap) return p.use_mlock ? LLAMA_LOAD_MODE_MMAP_MLOCK : LLAMA_LOAD_MODE_MMAP;
+        return p.use_mlock ? LLAMA_LOAD_MODE_MLOCK : LLAMA_LOAD_MODE_NONE;
+    }
+    if (m == "auto") return LLAMA_LOAD_MODE_AUTO;
+    if (m == "none") return LLAMA_LOAD_MODE_NONE;
+    if (m == "mmap") return LLAMA_LOAD_MODE_MMAP;
+    if (m == "mlock") return LLAMA_LOAD_MODE_MLOCK;
+    if (m == "mmap+mlock") return LLAMA_LOAD_MODE_MMAP_MLOCK;
+    if (m == "dio") return LLAMA_LOAD_MODE_DIRECT_IO;
+    throw std::invalid_argument("load_mode must be auto, none, mmap, mlock, mmap+mlock or dio, got '" + m + "'");
+}
+
+llama_lazy_mode lazy_mode(const std::string & m) {
+    if (m == "on") return LLAMA_LAZY_MODE_ON;
+    if (m == "auto") return LLAMA_LAZY_MODE_AUTO;
+    if (m == "off") return LLAMA_LAZY_MODE_OFF;
+    throw std::invalid_argument("lazy_mode must be on, auto or off, got '" + m + "'");
+}
+}  // namespace
+
+std::vector<std::string> buffer_type_names() {
+    std::vector<std::string> out;
+    for (const auto & [name, buft] : buffer_types()) out.push_back(name);
+    return out;
+}
+
+LlamaModelParams::LlamaModelParams(const ModelParams & p) : params(llama_model_default_params()) {
+    llama_model_params & mp = params;
     mp.n_gpu_layers = p.n_gpu_layers;
     mp.split_mode = p.split_mode;
     mp.main_gpu = p.main_gpu;
-    // both lists are read during the load only: locals outlive it
-    std::vector<ggml_backend_dev_t> devices = offload_devices(p.devices);
+    devices = offload_devices(p.devices);
     if (!devices.empty()) {
         mp.devices = devices.data();
     }
-    std::vector<float> split(llama_max_devices(), 0.0f);
+    split.assign(llama_max_devices(), 0.0f);
     if (!p.tensor_split.empty()) {
         if (p.tensor_split.size() > split.size()) {
             throw std::invalid_argument("tensor_split has " + std::to_string(p.tensor_split.size()) +
@@ -56,11 +91,54 @@ Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
     }
     mp.vocab_only = p.vocab_only;
     mp.check_tensors = p.check_tensors;
-    if (p.use_mmap) {
-        mp.load_mode = p.use_mlock ? LLAMA_LOAD_MODE_MMAP_MLOCK : LLAMA_LOAD_MODE_MMAP;
-    } else {
-        mp.load_mode = p.use_mlock ? LLAMA_LOAD_MODE_MLOCK : LLAMA_LOAD_MODE_NONE;
+    mp.use_extra_bufts = p.use_extra_bufts;
+    mp.no_host = p.no_host;
+    mp.load_mode = load_mode(p);
+    mp.lazy_mode = lazy_mode(p.lazy_mode);
+    for (const std::string & item : p.kv_overrides) {
+        if (!string_parse_kv_override(item.c_str(), kv)) {
+            throw std::invalid_argument("invalid metadata override '" + item +
+                                        "' (KEY=TYPE:VALUE with TYPE int, float, bool or str)");
+        }
     }
+    if (!kv.empty()) {
+        kv.emplace_back();
+        kv.back().key[0] = 0;
+        mp.kv_overrides = kv.data();
+    }
+    // room for what --fit may add (llama.cpp's bound), terminated
+    tensors.assign(llama_max_tensor_buft_overrides(), {nullptr, nullptr});
+    if (!p.tensor_overrides.empty()) {
+        if (p.tensor_overrides.size() >= tensors.size()) {
+            throw std::invalid_argument("too many tensor overrides (llama.cpp takes " +
+                                        std::to_string(tensors.size() - 1) + ")");
+        }
+        const auto types = buffer_types();
+        size_t i = 0;
+        for (const auto & [pattern, type] : p.tensor_overrides) {
+            auto it = types.find(type);
+            if (it == types.end()) {
+                std::string known;
+                for (const auto & [name, buft] : types) known += (known.empty() ? "" : ", ") + name;
+                throw std::invalid_argument("unknown buffer type '" + type + "' (available: " + known + ")");
+            }
+            patterns.push_back(pattern);
+            tensors[i++] = {nullptr, it->second};
+        }
+        for (size_t j = 0; j < patterns.size(); ++j) tensors[j].pattern = patterns[j].c_str();
+        mp.tensor_buft_overrides = tensors.data();
+    }
+}
+
+Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
+    if (std::FILE * f = std::fopen(path.c_str(), "rb")) {
+        std::fclose(f);
+    } else {
+        throw std::system_error(errno, std::generic_category(), "cannot open model file '" + path + "'");
+    }
+    LlamaModelParams lp(p);  // its lists are read during the load only
+    const llama_model_params & mp = lp.params;
+    const std::vector<ggml_backend_dev_t> & devices = lp.devices;
     log_clear();
     model_.reset(llama_model_load_from_file(path.c_str(), mp));
     if (!model_) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llama-cpp.h"
@@ -21,9 +22,38 @@ struct ModelParams {
     std::vector<float> tensor_split;  // proportions per device; empty: by free memory
     bool use_mmap = true;
     bool use_mlock = false;
+    // llama-server's --load-mode (auto, none, mmap, mlock, mmap+mlock, dio); "" follows
+    // use_mmap/use_mlock
+    std::string load_mode;
+    std::string lazy_mode = "auto";  // --lazy-mode: on, auto, off
     bool vocab_only = false;
     bool check_tensors = false;
+    bool use_extra_bufts = true;  // weight repacking (--repack / --no-repack)
+    bool no_host = false;         // --no-host
+    // --override-kv items, KEY=TYPE:VALUE (int, float, bool, str)
+    std::vector<std::string> kv_overrides;
+    // --override-tensor and --cpu-moe: (tensor name regex, buffer type name) in order
+    std::vector<std::pair<std::string, std::string>> tensor_overrides;
 };
+
+// llama_model_params for a ModelParams, with the arrays its pointers refer to (not
+// copyable: the pointers point into this object). Throws std::invalid_argument naming a
+// bad device, override, buffer type or mode.
+struct LlamaModelParams {
+    explicit LlamaModelParams(const ModelParams & p);
+    LlamaModelParams(const LlamaModelParams &) = delete;
+    LlamaModelParams & operator=(const LlamaModelParams &) = delete;
+
+    llama_model_params params;
+    std::vector<ggml_backend_dev_t> devices;
+    std::vector<float> split;
+    std::vector<llama_model_kv_override> kv;
+    std::vector<std::string> patterns;
+    std::vector<llama_model_tensor_buft_override> tensors;
+};
+
+// Buffer type names that tensor_overrides may name (each device's default, as llama-server).
+std::vector<std::string> buffer_type_names();
 
 // ``names`` as llama_model_params.devices wants them (null-terminated; empty: the default).
 // Throws std::invalid_argument naming an unknown or CPU device.

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 
@@ -73,6 +74,12 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
             throw std::invalid_argument("speculative: one synthetic acceptance rate per drafted token");
         }
         ContextParams dp = cp;
+        if (p.draft_threads > 0) dp.n_threads = p.draft_threads;
+        if (p.draft_threads_batch > 0) dp.n_threads_batch = p.draft_threads_batch;
+        if (p.draft_cpu) dp.cpu = *p.draft_cpu;
+        if (p.draft_cpu_batch) dp.cpu_batch = *p.draft_cpu_batch;
+        if (!p.draft_type_k.empty()) dp.type_k = p.draft_type_k;
+        if (!p.draft_type_v.empty()) dp.type_v = p.draft_type_v;
         dctx_ = std::make_unique<Context>(p.draft, dp);
         dbatch_ = std::make_unique<Batch>(static_cast<int32_t>(dctx_->n_batch()), 1);
     }
@@ -83,6 +90,15 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     }
     lora_scales_now_.assign(lora_.size(), 0.0f);
     if (!lora_.empty()) apply_lora(lora_defaults_);
+    if (!p.control_vectors.empty()) {
+        ctx_->set_control_vectors(p.control_vectors, p.control_vector_start, p.control_vector_end);
+    }
+    if (p.warmup) {  // after the adapters, as llama-server: the first request pays nothing
+        const auto t0 = std::chrono::steady_clock::now();
+        ctx_->warmup();
+        if (dctx_) dctx_->warmup();
+        warmup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
     for (int32_t i = 0; i < p.n_parallel; ++i) {
         auto s = std::make_unique<Slot>();
         s->id = i;

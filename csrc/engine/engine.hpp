@@ -74,6 +74,19 @@ struct EngineParams {
     // --mmproj: media chunks in prompts are encoded and decoded through it (no context
     // shift, cache reuse or draft model with it, as in llama-server)
     std::shared_ptr<Projector> projector;
+    // llama-server's --control-vector(-scaled) and --control-vector-layer-range
+    std::vector<ControlVector> control_vectors;
+    int32_t control_vector_start = 0;  // <= 0: the first layer
+    int32_t control_vector_end = 0;    // <= 0: the last layer
+    bool warmup = true;                // --no-warmup
+    // the draft model's context: its own threads, CPU placement and KV types (the
+    // main context's when left at these defaults)
+    int32_t draft_threads = -1;
+    int32_t draft_threads_batch = -1;
+    std::optional<CpuParams> draft_cpu;
+    std::optional<CpuParams> draft_cpu_batch;
+    std::string draft_type_k;
+    std::string draft_type_v;
 };
 
 struct SlotInfo {
@@ -109,6 +122,8 @@ struct Metrics {
 
 class Engine {
 public:
+    // how long the start-up warm-up decode took (-1: none ran)
+    double warmup_ms() const { return warmup_ms_; }
     Engine(std::shared_ptr<Model> model, const EngineParams & params);
     ~Engine();
     Engine(const Engine &) = delete;
@@ -143,6 +158,7 @@ public:
     void stop();  // finish the loop thread; pending and running tasks end with an error
 
 private:
+    double warmup_ms_ = -1.0;
     struct TaskState;
     struct Slot;
 

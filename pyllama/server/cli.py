@@ -5,6 +5,7 @@ entry point. An unknown flag is an error that names it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -13,10 +14,17 @@ from pathlib import Path
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
 from pyllama.server.flags import add_rpc_servers, build_parser
-from pyllama.server.sampling_flags import sampling_defaults
+from pyllama.server.flags.cpu import cpu_placements
+from pyllama.server.flags.model import model_options
+from pyllama.server.flags.sampling import sampling_defaults
+from pyllama.server.flags.speculative import draft_options
 from pyllama.server.settings import GcpSettings, Settings
 
 __all__ = ["main", "parse_args"]
+
+
+def _warn(message: str) -> None:
+    print(f"pyllama-server: warning: {message}", file=sys.stderr)
 
 
 def _split(values: Sequence[str] | str | None) -> list[str]:
@@ -161,8 +169,13 @@ def parse_args(
     mmproj = _multimodal(parser, a)
     try:
         sampling = sampling_defaults(a)
+        load, context = model_options(a, _warn)
+        draft = draft_options(a)
+        context = dataclasses.replace(context, **cpu_placements(a))
     except ValueError as e:
         parser.error(str(e))
+    load.draft_tensor_overrides = draft.pop("draft_tensor_overrides")  # type: ignore[assignment]
+    context = dataclasses.replace(context, **draft)  # type: ignore[arg-type]
     mm_on = mmproj is not None or (bool(a.mmproj_url) and a.mmproj_auto is not False)
     if a.rpc and not router:  # a router's children add them, each for its own model
         add_rpc_servers(parser, a.rpc)
@@ -184,6 +197,8 @@ def parse_args(
         n_threads=a.n_threads,
         n_threads_batch=a.n_threads_batch,
         n_gpu_layers=str(a.n_gpu_layers or "auto"),
+        load=load,
+        context=context,
         devices=devices,
         split_mode=a.split_mode or "layer",
         main_gpu=a.main_gpu or 0,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["GcpSettings", "Settings"]
+__all__ = ["ContextOptions", "CpuPlacement", "GcpSettings", "LoadOptions", "Settings"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,66 @@ class GcpSettings:
         )
 
 
+@dataclass(frozen=True)
+class CpuPlacement:
+    """ggml's compute threads: --cpu-mask, --cpu-range, --cpu-strict, --prio, --poll."""
+
+    mask: str = ""
+    range: str = ""
+    strict: int = 0
+    priority: int = 0
+    poll: int = 50
+
+
+@dataclass
+class LoadOptions:
+    """How a model file is loaded (llama-server's common params)."""
+
+    kv_overrides: list[str] = field(default_factory=list)  # --override-kv KEY=TYPE:VALUE
+    tensor_overrides: list[tuple[str, str]] = field(default_factory=list)  # -ot, --cpu-moe
+    draft_tensor_overrides: list[tuple[str, str]] = field(default_factory=list)  # -otd ...
+    repack: bool = True
+    no_host: bool = False
+    load_mode: str = "auto"
+    lazy_mode: str = "auto"
+    check_tensors: bool = False
+    numa: str | None = None  # distribute | isolate | numactl
+    fit: bool = True  # --fit: lower -ngl and -c to fit device memory when they are not given
+    fit_target_mib: list[int] = field(default_factory=lambda: [1024])
+    fit_ctx: int = 4096
+
+
+@dataclass
+class ContextOptions:
+    """The llama_context's own settings beyond the basics (RoPE, offload, CPU placement,
+    control vectors, warm-up) and the draft model's context."""
+
+    rope_scaling: str | None = None  # none | linear | yarn; None: the model's
+    rope_freq_base: float = 0.0
+    rope_freq_scale: float = 0.0
+    yarn_ext_factor: float = -1.0
+    yarn_attn_factor: float = -1.0
+    yarn_beta_fast: float = -1.0
+    yarn_beta_slow: float = -1.0
+    yarn_orig_ctx: int = 0
+    kv_offload: bool = True
+    op_offload: bool = True
+    cpu: CpuPlacement = field(default_factory=CpuPlacement)
+    cpu_batch: CpuPlacement | None = None  # None: as cpu
+    control_vectors: list[tuple[str, float]] = field(default_factory=list)
+    control_vector_layers: tuple[int, int] = (0, 0)  # 0: first / last layer
+    warmup: bool = True
+    perf: bool = False  # llama.cpp's internal timings (--perf)
+    draft_threads: int = -1
+    draft_threads_batch: int = -1
+    draft_cpu: CpuPlacement | None = None
+    draft_cpu_batch: CpuPlacement | None = None
+    draft_cache_type_k: str = ""
+    draft_cache_type_v: str = ""
+    draft_devices: list[str] = field(default_factory=list)  # [] as --device
+    draft_gpu_layers: str = "auto"
+
+
 @dataclass
 class Settings:
     model: str | None = None  # None: the demo model, fetched unless offline
@@ -50,6 +110,8 @@ class Settings:
     n_threads: int = -1
     n_threads_batch: int = -1
     n_gpu_layers: str = "auto"
+    load: LoadOptions = field(default_factory=LoadOptions)
+    context: ContextOptions = field(default_factory=ContextOptions)
     devices: list[str] = field(default_factory=list)  # [] every GPU; ["none"] no offload
     split_mode: str = "layer"
     main_gpu: int = 0

@@ -18,6 +18,7 @@ from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server.http.errors import APIError
+from pyllama.server.load_params import apply_fit, engine_options, model_options, process_options
 from pyllama.server.media.content import MediaRules, media_marker
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
@@ -104,22 +105,16 @@ class ServerState:
         for file in (path, s.model_draft):
             if file is not None:
                 check_model_file(file)
-        ngl = -1 if s.n_gpu_layers in ("auto", "all") else int(s.n_gpu_layers)
-        placement = dict(
-            n_gpu_layers=ngl,
-            devices=s.devices,
-            split_mode=s.split_mode,
-            main_gpu=s.main_gpu,
-            tensor_split=s.tensor_split,
-        )
-        model = _core.Model(path, **placement)
-        n_ctx = s.n_ctx or model.n_ctx_train
         auto = s.n_parallel < 0
         n_parallel = 4 if auto else s.n_parallel
         unified = auto if s.kv_unified is None else s.kv_unified
+        process_options(s)
+        placement, n_ctx = apply_fit(s, path, model_options(s), s.n_ctx, n_parallel, unified)
+        model = _core.Model(path, **placement)
+        n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()
         drafting = s.model_draft is not None and s.spec_types != ["none"]
-        draft = _core.Model(s.model_draft, **placement) if drafting else None
+        draft = _core.Model(s.model_draft, **model_options(s, draft=True)) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         projector = self._load_projector(model, threads)
         core = _core.Engine(
@@ -150,6 +145,7 @@ class ServerState:
             cache_ram_mib=s.cache_ram_mib,
             cache_idle_slots=s.cache_idle_slots,
             verbose=s.verbose,
+            **engine_options(s),
         )
         source = s.chat_template or model.chat_template() or CHATML
         self.template = make_template(

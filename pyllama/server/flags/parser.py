@@ -9,21 +9,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyllama.server.sampling_flags import add_sampling_flags
+from pyllama.server.flags.cpu import add_cpu_flags
+from pyllama.server.flags.model import add_model_flags
+from pyllama.server.flags.sampling import add_sampling_flags
+from pyllama.server.flags.speculative import add_speculative_flags
+from pyllama.server.flags.table import FlagTable, env_bool
 
 __all__ = ["build_parser", "env_bool"]
-
-_BOOL_TRUE = {"1", "true", "on", "yes", "enabled"}
-_BOOL_FALSE = {"0", "false", "off", "no", "disabled"}
-
-
-def env_bool(value: str) -> bool:
-    v = value.strip().lower()
-    if v in _BOOL_TRUE:
-        return True
-    if v in _BOOL_FALSE:
-        return False
-    raise argparse.ArgumentTypeError(f"expected a boolean, got '{value}'")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,27 +111,18 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     p = _Parser(
         prog="pyllama-server",
         description="llama-server's REST API (OpenAI, native, Anthropic, Ollama) from Python.",
+        usage="%(prog)s [options]",
         allow_abbrev=False,
     )
-    envs: dict[str, tuple[str, Any]] = {}  # dest -> (environment variable, converter)
-
-    def flag(*names: str, env: str | None = None, conv: Any = None, **kw: Any) -> None:
-        action = p.add_argument(*names, **kw)
-        if env:
-            envs[action.dest] = (env, conv or kw.get("type") or str)
-
-    def switch(
-        on: Sequence[str], off: Sequence[str], dest: str, env: str | None, help: str
-    ) -> None:
-        flag(*on, dest=dest, action="store_true", default=None, env=env, conv=env_bool, help=help)
-        p.add_argument(*off, dest=dest, action="store_false", help=argparse.SUPPRESS)
+    t = FlagTable(p)
+    flag, switch, section = t.flag, t.switch, t.section
 
     flag("-m", "--model", env="LLAMA_ARG_MODEL", help="GGUF model path (default: the demo model)")
-    p.add_argument(
-        "--list-devices", action=_ListDevices, help="print the available devices and exit"
-    )
+    flag("--list-devices", action=_ListDevices, help="print the available devices and exit")
+    section("server")
     flag("-a", "--alias", env="LLAMA_ARG_ALIAS", help="model name(s) for the API, comma-separated")
     flag("--tags", env="LLAMA_ARG_TAGS", help="model tags, comma-separated (informational)")
+    section("common")
     flag(
         "--offline",
         action="store_true",
@@ -147,10 +130,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         conv=env_bool,
         help="never download (the demo model must already be cached)",
     )
+    section("server")
     flag("--host", default="127.0.0.1", env="LLAMA_ARG_HOST")
     flag("--port", type=int, default=8080, env="LLAMA_ARG_PORT")
+    section("common")
     flag("-c", "--ctx-size", dest="n_ctx", type=int, default=0, env="LLAMA_ARG_CTX_SIZE")
+    section("server")
     flag("-np", "--parallel", dest="n_parallel", type=int, default=-1, env="LLAMA_ARG_N_PARALLEL")
+    section("common")
     flag("-b", "--batch-size", dest="n_batch", type=int, default=2048, env="LLAMA_ARG_BATCH")
     flag("-ub", "--ubatch-size", dest="n_ubatch", type=int, default=512, env="LLAMA_ARG_UBATCH")
     flag("-t", "--threads", dest="n_threads", type=int, default=-1, env="LLAMA_ARG_THREADS")
@@ -207,6 +194,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         default=-1,
         env="LLAMA_ARG_N_PREDICT",
     )
+    section("sampling")
     flag(
         "--temp",
         "--temperature",
@@ -216,6 +204,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         env="LLAMA_ARG_TEMPERATURE",
     )
     flag("-s", "--seed", type=int, default=-1)
+    section("common")
     flag("-ctk", "--cache-type-k", dest="cache_type_k", default="f16", env="LLAMA_ARG_CACHE_TYPE_K")
     flag("-ctv", "--cache-type-v", dest="cache_type_v", default="f16", env="LLAMA_ARG_CACHE_TYPE_V")
     flag(
@@ -226,6 +215,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         choices=["on", "off", "auto"],
         env="LLAMA_ARG_FLASH_ATTN",
     )
+    section("server")
     switch(
         ["-kvu", "--kv-unified"],
         ["-no-kvu", "--no-kv-unified"],
@@ -288,8 +278,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         env="LLAMA_ARG_REASONING",
         help="thinking in templates that support it (off: an empty, closed block)",
     )
+    section("common")
     flag("--lora", action="append", default=[], help="LoRA adapter path(s), comma-separated")
     flag("--lora-scaled", action="append", default=[], help="FNAME:SCALE,...")
+    section("server")
     flag("--lora-init-without-apply", action="store_true")
     switch(
         ["--context-shift"],
@@ -298,7 +290,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         "LLAMA_ARG_CONTEXT_SHIFT",
         "shift the context when generation fills it (default: off)",
     )
+    section("common")
     flag("--keep", dest="n_keep", type=int, default=0)
+    section("server")
     flag("--spm-infill", action="store_true", help="infill: suffix before prefix")
     flag(
         "--no-prefill-assistant",
@@ -325,6 +319,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         "save idle slots to the prompt cache on a new task (cleared with a unified KV cache)",
     )
     flag("-sps", "--slot-prompt-similarity", type=float, default=0.1)
+    section("speculative")
     flag(
         "-md",
         "--model-draft",
@@ -332,8 +327,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         dest="model_draft",
         env="LLAMA_ARG_SPEC_DRAFT_MODEL",
     )
+    section("server")
     _multimodal_flags(flag, switch)
+    section("sampling")
     add_sampling_flags(flag)
+    section("speculative")
     flag("--spec-draft-n-max", type=int, default=3, env="LLAMA_ARG_SPEC_DRAFT_N_MAX")
     flag("--spec-draft-n-min", type=int, default=0, env="LLAMA_ARG_SPEC_DRAFT_N_MIN")
     flag(
@@ -343,6 +341,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         default=0.0,
         env="LLAMA_ARG_SPEC_DRAFT_P_MIN",
     )
+    section("sampling")
     flag(
         "-bs",
         "--backend-sampling",
@@ -352,9 +351,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         conv=env_bool,
         help="accepted for llama-server compatibility; pyllama samples on the host",
     )
+    section("speculative")
     flag("--spec-type", env="LLAMA_ARG_SPEC_TYPE", help="none or draft-simple (comma list)")
     flag("--spec-synth-len", type=float, env="LLAMA_ARG_SPEC_SYNTH_LEN", help="benchmarking")
     flag("--spec-synth-rates", env="LLAMA_ARG_SPEC_SYNTH_RATES", help="benchmarking: P0,P1,...")
+    section("server")
     switch(
         ["-cb", "--cont-batching"],
         ["-nocb", "--no-cont-batching"],
@@ -424,8 +425,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         "LLAMA_ARG_AGENT",
         "the CORS proxy and all built-in tools; limits --cors-origins to localhost by default",
     )
+    section("pyllama")
     flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
     flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
+    section("server")
     flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
     flag("--models-dir", env="LLAMA_ARG_MODELS_DIR", help="router mode: a directory of GGUF models")
     flag(
@@ -452,5 +455,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         env="LLAMA_ARG_SLEEP_IDLE_SECONDS",
         help="free the model after this many idle seconds, reload it on the next request (-1: never)",
     )
+    section("common")
     flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
-    return p, envs
+    add_model_flags(t)
+    add_cpu_flags(t)
+    add_speculative_flags(t)
+    return p, t.envs

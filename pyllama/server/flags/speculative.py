@@ -1,0 +1,186 @@
+"""llama-server's options for the draft model and the other speculative decoders: the
+draft model's placement (``-devd``, ``-ngld``, ``-otd``, ``--cpu-moe-draft`` ...) and KV
+types (``-ctkd``/``-ctvd``), the n-gram decoders' sizes (taken and checked; pyllama's
+``--spec-type`` refuses the n-gram kinds by name), and the options llama.cpp removed
+(an error naming their replacement, as llama-server). Standard library only."""
+
+from __future__ import annotations
+
+import argparse
+
+from pyllama.server.flags.model import tensor_overrides
+from pyllama.server.flags.table import FlagTable, env_bool
+
+__all__ = ["add_speculative_flags", "draft_options"]
+
+# (spelling, default) of the n-gram decoders' sizes
+_NGRAM = [
+    ("--spec-ngram-mod-n-min", 48),
+    ("--spec-ngram-mod-n-max", 64),
+    ("--spec-ngram-mod-n-match", 24),
+    ("--spec-ngram-simple-size-n", 12),
+    ("--spec-ngram-simple-size-m", 48),
+    ("--spec-ngram-simple-min-hits", 1),
+    ("--spec-ngram-map-k-size-n", 12),
+    ("--spec-ngram-map-k-size-m", 48),
+    ("--spec-ngram-map-k-min-hits", 1),
+    ("--spec-ngram-map-k4v-size-n", 12),
+    ("--spec-ngram-map-k4v-size-m", 48),
+    ("--spec-ngram-map-k4v-min-hits", 1),
+]
+
+
+def add_speculative_flags(t: FlagTable) -> None:
+    flag = t.flag
+    t.section("common")
+    for kv in ("k", "v"):
+        flag(
+            f"--spec-draft-type-{kv}",
+            f"-ct{kv}d",
+            f"--cache-type-{kv}-draft",
+            dest=f"draft_cache_type_{kv}",
+            default="",
+            metavar="TYPE",
+            env=f"LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_{kv.upper()}",
+            help=f"KV cache type for {kv.upper()} of the draft model (default: f16)",
+        )
+    t.section("speculative")
+    flag(
+        "--spec-draft-device",
+        "-devd",
+        "--device-draft",
+        dest="draft_device",
+        metavar="<dev1,dev2,..>",
+        help="devices for the draft model (default: --device)",
+    )
+    flag(
+        "--spec-draft-ngl",
+        "-ngld",
+        "--gpu-layers-draft",
+        "--n-gpu-layers-draft",
+        dest="draft_gpu_layers",
+        default="auto",
+        env="LLAMA_ARG_N_GPU_LAYERS_DRAFT",
+        metavar="N",
+        help="draft model layers in VRAM: a number, 'auto' or 'all' (default: auto)",
+    )
+    flag(
+        "--spec-draft-override-tensor",
+        "-otd",
+        "--override-tensor-draft",
+        dest="draft_override_tensor",
+        action="append",
+        default=[],
+        metavar="PATTERN=TYPE,...",
+        help="buffer type overrides for the draft model's tensors",
+    )
+    flag(
+        "--spec-draft-cpu-moe",
+        "-cmoed",
+        "--cpu-moe-draft",
+        dest="draft_cpu_moe",
+        action="store_true",
+        env="LLAMA_ARG_SPEC_DRAFT_CPU_MOE",
+        conv=env_bool,
+        help="keep all of the draft model's MoE weights on the CPU",
+    )
+    flag(
+        "--spec-draft-n-cpu-moe",
+        "--spec-draft-ncmoe",
+        "-ncmoed",
+        "--n-cpu-moe-draft",
+        dest="draft_n_cpu_moe",
+        type=int,
+        env="LLAMA_ARG_SPEC_DRAFT_N_CPU_MOE",
+        metavar="N",
+        help="keep the draft model's MoE weights of the first N layers on the CPU",
+    )
+    flag(
+        "--spec-draft-p-split",
+        "--draft-p-split",
+        dest="draft_p_split",
+        type=float,
+        default=0.1,
+        env="LLAMA_ARG_SPEC_DRAFT_P_SPLIT",
+        metavar="P",
+        help="speculative decoding split probability (llama-server takes it unused)",
+    )
+    t.switch(
+        ["--spec-draft-backend-sampling"],
+        ["--no-spec-draft-backend-sampling"],
+        "draft_backend_sampling",
+        "LLAMA_ARG_SPEC_DRAFT_BACKEND_SAMPLING",
+        "draft sampling on the backend; pyllama samples on the host either way",
+    )
+    for name, default in _NGRAM:
+        flag(
+            name,
+            type=int,
+            default=default,
+            metavar="N",
+            help=f"n-gram speculative decoding (--spec-type ngram-*): default {default}",
+        )
+    t.removed(
+        "--draft",
+        "--draft-n",
+        "--draft-max",
+        env="LLAMA_ARG_DRAFT_MAX",
+        use="--spec-draft-n-max or --spec-ngram-mod-n-max",
+    )
+    t.removed(
+        "--draft-min",
+        "--draft-n-min",
+        env="LLAMA_ARG_DRAFT_MIN",
+        use="--spec-draft-n-min or --spec-ngram-mod-n-min",
+    )
+    t.removed(
+        "--spec-ngram-size-n",
+        use="the respective --spec-ngram-*-size-n or --spec-ngram-mod-n-match",
+    )
+    t.removed("--spec-ngram-size-m", use="the respective --spec-ngram-*-size-m")
+    t.removed("--spec-ngram-min-hits", use="the respective --spec-ngram-*-min-hits")
+    t.section("server")
+    flag(
+        "-lcs",
+        "--lookup-cache-static",
+        metavar="FNAME",
+        help="static lookup cache (--spec-type ngram-cache, which pyllama refuses)",
+    )
+    flag(
+        "-lcd",
+        "--lookup-cache-dynamic",
+        metavar="FNAME",
+        help="dynamic lookup cache (--spec-type ngram-cache, which pyllama refuses)",
+    )
+
+
+def draft_options(a: argparse.Namespace) -> dict[str, object]:
+    """The draft model's fields of ContextOptions and its tensor overrides; ValueError names a
+    bad option."""
+    for name, _ in _NGRAM:
+        if getattr(a, name[2:].replace("-", "_")) < 0:
+            raise ValueError(f"{name} must be >= 0")
+    if not 0.0 <= a.draft_p_split <= 1.0:
+        raise ValueError("--spec-draft-p-split must be in [0, 1]")
+    ngl = a.draft_gpu_layers
+    if ngl not in ("auto", "all"):
+        try:
+            int(ngl)
+        except ValueError:
+            raise ValueError(
+                f"--spec-draft-ngl must be a number, 'auto' or 'all', got '{ngl}'"
+            ) from None
+    devices = [d.strip() for d in (a.draft_device or "").split(",") if d.strip()]
+    if a.draft_device is not None and not devices:
+        raise ValueError("--spec-draft-device: no devices specified")
+    return {
+        "draft_threads": a.draft_threads,
+        "draft_threads_batch": a.draft_threads_batch,
+        "draft_cache_type_k": a.draft_cache_type_k,
+        "draft_cache_type_v": a.draft_cache_type_v,
+        "draft_devices": devices,
+        "draft_gpu_layers": ngl,
+        "draft_tensor_overrides": tensor_overrides(
+            a.draft_override_tensor, a.draft_cpu_moe, a.draft_n_cpu_moe
+        ),
+    }
