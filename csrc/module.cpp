@@ -37,6 +37,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("set_log_level", &pyllama::log_set_level, py::arg("level"),
           "Lowest ggml log level echoed to stderr: 1 debug, 2 info, 3 warn, 4 error, 5 none.");
     m.def("get_log_level", &pyllama::log_get_level);
+    m.def("set_log_file", &pyllama::log_set_file, py::arg("path"),
+          "Also append the echoed llama.cpp lines to this file ('': stop); False if it cannot be opened.");
     m.def("system_info", [] { return std::string(llama_print_system_info()); });
     m.def("supports_gpu_offload", &llama_supports_gpu_offload);
     m.def("supports_mmap", &llama_supports_mmap);

@@ -13,6 +13,9 @@ namespace pyllama {
 namespace {
 
 std::atomic<int> g_level{GGML_LOG_LEVEL_ERROR};
+// --log-file: llama.cpp's lines are appended there too (set before the model loads)
+std::mutex g_file_mu;
+std::FILE * g_file = nullptr;
 // Per thread: the callback runs on the thread that called into llama.cpp, which is
 // the thread that will raise. Bounded so a chatty failure cannot grow it unbounded.
 thread_local std::string t_captured;
@@ -37,6 +40,8 @@ void callback(ggml_log_level level, const char * text, void * /*user*/) {
     }
     if (lv >= g_level.load(std::memory_order_relaxed)) {
         std::fputs(text, stderr);
+        std::lock_guard<std::mutex> lk(g_file_mu);
+        if (g_file) std::fputs(text, g_file);
     }
 }
 
@@ -54,6 +59,14 @@ void log_init() {
 }
 
 void log_set_level(int level) { g_level = level; }
+
+bool log_set_file(const std::string & path) {
+    std::lock_guard<std::mutex> lk(g_file_mu);
+    if (g_file) std::fclose(g_file);
+    g_file = path.empty() ? nullptr : std::fopen(path.c_str(), "a");
+    if (g_file) std::setvbuf(g_file, nullptr, _IOLBF, 0);
+    return path.empty() || g_file != nullptr;
+}
 int log_get_level() { return g_level; }
 void log_clear() {
     t_captured.clear();

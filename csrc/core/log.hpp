@@ -17,6 +17,7 @@ public:
 void log_init();                // install the callback (idempotent)
 void log_set_level(int level);  // lowest ggml_log_level echoed to stderr; 5 silences all
 int  log_get_level();
+bool log_set_file(const std::string & path);  // also append echoed lines there ("": stop)
 void log_clear();               // forget this thread's captured messages
 std::string log_take();         // this thread's captured warnings/errors, then clear
 // The "offloaded N/M layers to GPU" of this thread's last model load (since log_clear).

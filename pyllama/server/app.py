@@ -25,6 +25,7 @@ from pyllama.server.http.cors import CorsMiddleware
 from pyllama.server.http.errors import APIError, error_response, handle_api_error, handle_http_error
 from pyllama.server.http.header_case import title_case_protocol
 from pyllama.server.http.listen import bind_all, split_hosts
+from pyllama.server.logs import setup_logging
 from pyllama.server.ops import admin
 from pyllama.server.ops.sleep import WakeMiddleware
 from pyllama.server.protocols.anthropic import routes as anthropic
@@ -138,9 +139,10 @@ def serve(settings: Settings) -> int:
     cannot be loaded (1, with one line on stderr saying why)."""
     import uvicorn
 
-    from pyllama import _core
-
-    _core.set_log_level(1 if settings.verbose else 3)  # ggml levels: debug 1 ... error 4
+    try:
+        setup_logging(settings.logs)
+    except ValueError as e:
+        return _fail(str(e))
     if not settings.router:
         try:  # a mistyped path fails before anything listens
             for path in (settings.model, settings.model_draft):
@@ -194,10 +196,7 @@ def serve(settings: Settings) -> int:
             gpus = [d.name for d in hardware.devices() if d.type != "cpu"]
             if gpus:
                 on, of = state.offload
-                print(
-                    f"pyllama-server: offloaded {on}/{of} layers to GPU ({', '.join(gpus)})",
-                    flush=True,
-                )
+                log.info("offloaded %d/%d layers to GPU (%s)", on, of, ", ".join(gpus))
 
         state.on_loaded = loaded
     server.run(sockets=sockets)
@@ -211,7 +210,10 @@ def _bracket(host: str) -> str:
 
 
 def _fail(message: str) -> int:
-    print(f"pyllama-server: {message}", file=sys.stderr, flush=True)
+    if logging.getLogger("pyllama").handlers:
+        log.error("%s", message)
+    else:  # before the log is set up
+        print(f"pyllama-server: {message}", file=sys.stderr, flush=True)
     return 1
 
 
@@ -223,8 +225,8 @@ def _server_class(tools: ToolBox | None, app: Starlette, where: list[str]) -> ty
             await super().startup(sockets=sockets)
             if self.started and not self.should_exit:
                 for address in where:
-                    print(f"pyllama-server: listening on {address}", flush=True)
-                print(f"pyllama-server: devices: {hardware.summary()}", flush=True)
+                    log.info("listening on %s", address)
+                log.info("devices: %s", hardware.summary())
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             # before uvicorn waits for open requests: an MCP call in flight returns now,

@@ -15,6 +15,7 @@ from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
 from pyllama.server.flags import add_rpc_servers, build_parser
 from pyllama.server.flags.cpu import cpu_placements
+from pyllama.server.flags.logs import log_options
 from pyllama.server.flags.model import model_options
 from pyllama.server.flags.sampling import sampling_defaults
 from pyllama.server.flags.speculative import draft_options
@@ -102,6 +103,8 @@ def parse_args(
     """Flags override LLAMA_ARG_* variables, which override the defaults."""
     parser, envs = build_parser()
     environ = dict(os.environ if environ is None else environ)
+    if "LLAMA_OFFLINE" in environ:  # the older spelling llama.cpp's downloader reads too
+        environ.setdefault("LLAMA_ARG_OFFLINE", environ["LLAMA_OFFLINE"])
     defaults = {}
     for dest, (var, conv) in envs.items():
         if var in environ:
@@ -171,6 +174,7 @@ def parse_args(
         sampling = sampling_defaults(a)
         load, context = model_options(a, _warn)
         draft = draft_options(a)
+        logs = log_options(a)
         context = dataclasses.replace(context, **cpu_placements(a))
     except ValueError as e:
         parser.error(str(e))
@@ -265,6 +269,7 @@ def parse_args(
         ui_mcp_proxy=bool(a.ui_mcp_proxy or a.agent),
         gcp=gcp,
         verbose=bool(a.verbose),
+        logs=logs,
         timeout_s=a.timeout_s,
         sleep_idle_seconds=a.sleep_idle_seconds,
         router=router,

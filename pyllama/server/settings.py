@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["ContextOptions", "CpuPlacement", "GcpSettings", "LoadOptions", "Settings"]
+from pyllama.server.logs import LogOptions
+
+__all__ = [
+    "ContextOptions",
+    "CpuPlacement",
+    "GcpSettings",
+    "LoadOptions",
+    "LogOptions",
+    "Settings",
+]
 
 
 @dataclass(frozen=True)
@@ -189,6 +198,7 @@ class Settings:
     ui_mcp_proxy: bool = False  # /cors-proxy
     gcp: GcpSettings | None = None  # Vertex AI's /predict (AIP_MODE=PREDICTION)
     verbose: bool = False
+    logs: LogOptions = field(default_factory=LogOptions)
     timeout_s: float = 3600.0
 
     @property

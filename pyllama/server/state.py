@@ -147,6 +147,8 @@ class ServerState:
             verbose=s.verbose,
             **engine_options(s),
         )
+        if core.warmup_ms >= 0:
+            log.info("warmed up the model with an empty run in %.0f ms", core.warmup_ms)
         source = s.chat_template or model.chat_template() or CHATML
         self.template = make_template(
             source,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyllama.server.flags.cpu import add_cpu_flags
+from pyllama.server.flags.logs import add_log_flags
 from pyllama.server.flags.model import add_model_flags
 from pyllama.server.flags.sampling import add_sampling_flags
 from pyllama.server.flags.speculative import add_speculative_flags
@@ -126,7 +127,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     flag(
         "--offline",
         action="store_true",
-        env="LLAMA_OFFLINE",
+        env="LLAMA_ARG_OFFLINE",
         conv=env_bool,
         help="never download (the demo model must already be cached)",
     )
@@ -458,6 +459,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     section("common")
     flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
     add_model_flags(t)
+    add_log_flags(t)
     add_cpu_flags(t)
     add_speculative_flags(t)
     return p, t.envs

@@ -322,8 +322,9 @@ class ModelTable:
             line = raw.decode("utf-8", "replace").rstrip()
             if self.verbose:
                 print(line, file=sys.stderr, flush=True)
-            if line.startswith(CHILD_PREFIX):
-                last = line[len(CHILD_PREFIX) :]
+            at = line.find(CHILD_PREFIX)  # after a --log-prefix letter or timestamp
+            if at >= 0:
+                last = line[at + len(CHILD_PREFIX) :]
         return last
 
     def _ended(
