@@ -105,6 +105,7 @@ void register_engine(py::module_ & m) {
         .def_readwrite("n_predict", &TaskParams::n_predict)
         .def_readwrite("stop", &TaskParams::stop)
         .def_readwrite("preserved_tokens", &TaskParams::preserved_tokens)
+        .def_readwrite("special", &TaskParams::special, "write every special token out as text (-sp)")
         .def_readwrite("return_progress", &TaskParams::return_progress)
         .def_readwrite("t_max_predict_ms", &TaskParams::t_max_predict_ms)
         .def_readwrite("n_probs", &TaskParams::n_probs)
@@ -177,7 +178,7 @@ void register_engine(py::module_ & m) {
                          std::pair<int32_t, int32_t> control_vector_layers, bool warmup, int32_t draft_threads,
                          int32_t draft_threads_batch, std::optional<CpuParams> draft_cpu,
                          std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
-                         std::string draft_type_v, bool perf) {
+                         std::string draft_type_v, bool perf, int32_t n_ctx_slot_max) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -209,6 +210,7 @@ void register_engine(py::module_ & m) {
                  p.ctx.offload_kqv = offload_kqv;
                  p.ctx.op_offload = op_offload;
                  p.ctx.no_perf = !perf;
+                 p.n_ctx_slot_max = n_ctx_slot_max;
                  p.ctx.swa_full = swa_full;
                  p.ctx.rope_scaling_type = rope_scaling_type;
                  p.ctx.rope_freq_base = rope_freq_base;
@@ -255,7 +257,7 @@ void register_engine(py::module_ & m) {
              py::arg("control_vector_layers") = std::pair<int32_t, int32_t>{0, 0}, py::arg("warmup") = true,
              py::arg("draft_threads") = -1, py::arg("draft_threads_batch") = -1,
              py::arg("draft_cpu") = std::optional<CpuParams>{}, py::arg("draft_cpu_batch") = std::optional<CpuParams>{},
-             py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false,
+             py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false, py::arg("n_ctx_slot_max") = 0,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start.")
@@ -277,6 +279,9 @@ void register_engine(py::module_ & m) {
         .def_property_readonly("projector", &Engine::projector)
         .def_property_readonly("lora_paths", &Engine::lora_paths)
         .def("lora_scales", &Engine::lora_scales, py::call_guard<py::gil_scoped_release>())
+        .def_property_readonly("serves_completions", &Engine::serves_completions,
+                               "Completions too: no embeddings, or a model with a KV cache (--embedding on a generative model).")
+        .def_property_readonly("serves_embeddings", &Engine::serves_embeddings)
         .def_property_readonly("warmup_ms", &Engine::warmup_ms, "How long the start-up warm-up took (-1: none ran).")
         .def("set_lora_scales", &Engine::set_lora_scales, py::arg("scales"), py::call_guard<py::gil_scoped_release>())
         .def("slots", [](const Engine & e) {

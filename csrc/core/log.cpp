@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "llama.h"
+#include "log.h"
 #include "mtmd-helper.h"
 
 namespace pyllama {
@@ -58,7 +59,21 @@ void log_init() {
     });
 }
 
-void log_set_level(int level) { g_level = level; }
+void log_set_level(int level) {
+    g_level = level;
+    // llama.cpp's common code (fit, control vectors, overrides) logs on its own: same bar
+    int thold = LOG_LEVEL_DEBUG;
+    if (level > GGML_LOG_LEVEL_ERROR) {  // pyllama's 5: silent
+        thold = -1;
+    } else if (level >= GGML_LOG_LEVEL_ERROR) {
+        thold = LOG_LEVEL_ERROR;
+    } else if (level >= GGML_LOG_LEVEL_WARN) {
+        thold = LOG_LEVEL_WARN;
+    } else if (level >= GGML_LOG_LEVEL_INFO) {
+        thold = LOG_LEVEL_INFO;
+    }
+    common_log_set_verbosity_thold(thold);
+}
 
 bool log_set_file(const std::string & path) {
     std::lock_guard<std::mutex> lk(g_file_mu);

@@ -46,6 +46,18 @@ bool Engine::step() {
     }
     batch_->clear();
     const auto n_batch = static_cast<int32_t>(ctx_->n_batch());
+    // mixed engine: a step decodes embedding inputs or completions, never both
+    bool embd_step = embeddings_;
+    if (mixed_) {
+        bool want_embd = false, want_gen = false;
+        for (auto & s : slots_) {
+            if (s->state == Slot::State::Generating) want_gen = true;
+            if (s->state != Slot::State::Prompt) continue;
+            (s->task->params.kind == TaskKind::Completion ? want_gen : want_embd) = true;
+        }
+        embd_step = want_embd && (!want_gen || embd_turn_);
+        if (want_embd && want_gen) embd_turn_ = !embd_turn_;
+    }
     int32_t busy = 0;
     for (auto & s : slots_) {
         s->i_batch = -1;
@@ -55,7 +67,7 @@ bool Engine::step() {
     // 1. one sampled token per generating slot: decoding never waits behind prompts
     //    (with its draft tokens, if any, each with logits for verification)
     for (auto & s : slots_) {
-        if (s->state != Slot::State::Generating) continue;
+        if (s->state != Slot::State::Generating || (mixed_ && embd_step)) continue;
         batch_->add(s->sampled, s->pos(s->n_past), {s->id}, true);
         s->i_batch = batch_->size() - 1;
         s->fed = true;
@@ -80,6 +92,7 @@ bool Engine::step() {
         const auto remaining = static_cast<int32_t>(end - s->n_past);
         const int32_t room = n_batch - batch_->size();
         const bool completion = s->task->params.kind == TaskKind::Completion;
+        if (mixed_ && completion == embd_step) continue;  // the other kind's step
         if (!completion && remaining > room) continue;  // an embedding input goes in whole
         const int32_t chunk = std::min(remaining, room);
         if (chunk <= 0) continue;
@@ -94,6 +107,10 @@ bool Engine::step() {
         ++busy;
     }
     if (batch_->size() == 0) return false;
+    if (mixed_ && embd_on_ != embd_step) {
+        ctx_->set_embeddings(embd_step);
+        embd_on_ = embd_step;
+    }
 
     const int64_t t_dec0 = now_us();
     try {

@@ -42,7 +42,15 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     // embedding engine always uses the unified cache (its KV is never reused anyway).
     if (embeddings_) cp.kv_unified = true;
     ctx_ = std::make_unique<Context>(model_, cp);
+    // embeddings on a model with a KV cache (a generative one): completions too, as
+    // llama-server serves both; each decode is one kind, embeddings switched to match
+    mixed_ = embeddings_ && llama_get_memory(ctx_->get()) != nullptr;
+    if (mixed_) {
+        ctx_->set_embeddings(false);
+        embd_on_ = false;
+    }
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    if (p.n_ctx_slot_max > 0) n_ctx_slot_ = std::min(n_ctx_slot_, p.n_ctx_slot_max);
     projector_ = p.projector;
     if (projector_) {
         if (projector_->model().get() != model_.get()) {

@@ -79,6 +79,7 @@ struct EngineParams {
     int32_t control_vector_start = 0;  // <= 0: the first layer
     int32_t control_vector_end = 0;    // <= 0: the last layer
     bool warmup = true;                // --no-warmup
+    int32_t n_ctx_slot_max = 0;        // a slot's context limit (--kv-unified-per-slot; 0: none)
     // the draft model's context: its own threads, CPU placement and KV types (the
     // main context's when left at these defaults)
     int32_t draft_threads = -1;
@@ -122,6 +123,8 @@ struct Metrics {
 
 class Engine {
 public:
+    bool serves_completions() const { return !embeddings_ || mixed_; }
+    bool serves_embeddings() const { return embeddings_; }
     // how long the start-up warm-up decode took (-1: none ran)
     double warmup_ms() const { return warmup_ms_; }
     Engine(std::shared_ptr<Model> model, const EngineParams & params);
@@ -158,6 +161,10 @@ public:
     void stop();  // finish the loop thread; pending and running tasks end with an error
 
 private:
+    // embeddings and completions from one context (--embedding with a generative model)
+    bool mixed_ = false;
+    bool embd_on_ = true;     // the context's embeddings switch, as last set
+    bool embd_turn_ = false;  // both kinds waiting: alternate the steps
     double warmup_ms_ = -1.0;
     struct TaskState;
     struct Slot;

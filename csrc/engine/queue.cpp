@@ -42,9 +42,10 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
     const bool completion = p.kind == TaskKind::Completion;
     if (p.prompt.empty()) throw std::invalid_argument("the prompt is empty");
     check_media(p, completion);
-    if (completion == embeddings_) {
-        throw std::invalid_argument(embeddings_ ? "this engine serves embeddings only (started with embeddings on)"
-                                                : "this engine was not started with embeddings on");
+    if (!completion && !embeddings_) throw std::invalid_argument("this engine was not started with embeddings on");
+    if (completion && embeddings_ && !mixed_) {
+        // a pooled embedding model without a KV cache (BERT ...): llama-server's words
+        throw std::runtime_error("the current context does not support logits computation. skipping");
     }
     if (p.n_cmpl < 1 || p.n_cmpl > params_.n_parallel) {
         throw std::invalid_argument("n must be between 1 and the number of slots (" + std::to_string(params_.n_parallel) + ")");

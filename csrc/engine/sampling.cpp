@@ -95,7 +95,7 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         return;
     }
     const auto & keep = tp.preserved_tokens;
-    const bool special = !keep.empty() && std::find(keep.begin(), keep.end(), tok) != keep.end();
+    const bool special = tp.special || (!keep.empty() && std::find(keep.begin(), keep.end(), tok) != keep.end());
     ev.text = s.text->push(model_->token_to_piece(tok, special));
     stamp(ev, s, now_us());  // counts and times so far (timings_per_token)
     emit(s.task->id, std::move(ev), false);

@@ -40,6 +40,7 @@ struct TaskParams {
     int32_t spec_n_min = -1;          // fewer drafted tokens are dropped; -1: the engine's
     float spec_p_min = -1.0f;         // draft confidence to go on drafting; < 0: the engine's
     std::vector<llama_token> preserved_tokens;  // special tokens written out as text (tool-call markers)
+    bool special = false;                       // every special token written out (-sp)
     bool return_progress = false;     // Progress events while the prompt is evaluated
 };
 

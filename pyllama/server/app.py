@@ -16,7 +16,8 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from pyllama import hardware
 from pyllama.model_file import ModelFileError, check_model_file
@@ -25,6 +26,8 @@ from pyllama.server.http.cors import CorsMiddleware
 from pyllama.server.http.errors import APIError, error_response, handle_api_error, handle_http_error
 from pyllama.server.http.header_case import title_case_protocol
 from pyllama.server.http.listen import bind_all, split_hosts
+from pyllama.server.http.prefix import PrefixMiddleware
+from pyllama.server.http.threads import use_worker_threads
 from pyllama.server.logs import setup_logging
 from pyllama.server.ops import admin
 from pyllama.server.ops.sleep import WakeMiddleware
@@ -67,6 +70,8 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.threads_http > 0:
+            use_worker_threads(settings.threads_http)
         state.start()
         try:
             yield
@@ -83,6 +88,8 @@ def create_app(
     ]
     if settings.gcp is not None:
         routes += gcp_routes(settings.gcp, routes)
+    if settings.static_path:  # after the API: its files fill in the paths the API leaves
+        routes.append(Mount("/", StaticFiles(directory=settings.static_path, html=True)))
     middleware = _middleware(settings)
     if settings.sleep_idle_seconds >= 0:
         middleware.append(Middleware(WakeMiddleware, state=state))
@@ -125,6 +132,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
                 credentials=settings.cors_credentials,
             )
         )
+    if settings.api_prefix:  # inside CORS, so that its 404 carries the headers too
+        middleware.append(Middleware(PrefixMiddleware, prefix=settings.api_prefix))
     middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
     if settings.api_keys:
         public = PUBLIC_PATHS
@@ -154,7 +163,7 @@ def serve(settings: Settings) -> int:
     try:
         # bound here rather than by uvicorn: a port in use is one clear line, and
         # "listening on" is printed only once every socket is bound
-        sockets = bind_all(hosts, settings.port)
+        sockets = bind_all(hosts, settings.port, reuse_port=settings.reuse_port)
     except OSError as e:
         return _fail(str(e))
     try:

@@ -15,6 +15,7 @@ from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
 from pyllama.server.flags import add_rpc_servers, build_parser
 from pyllama.server.flags.cpu import cpu_placements
+from pyllama.server.flags.http import http_options, unescape
 from pyllama.server.flags.logs import log_options
 from pyllama.server.flags.model import model_options
 from pyllama.server.flags.sampling import sampling_defaults
@@ -175,9 +176,13 @@ def parse_args(
         load, context = model_options(a, _warn)
         draft = draft_options(a)
         logs = log_options(a)
+        http = http_options(a)
         context = dataclasses.replace(context, **cpu_placements(a))
     except ValueError as e:
         parser.error(str(e))
+    kwargs = {**http.pop("template_kwarg_defaults"), **kwargs}  # type: ignore[dict-item]
+    if http.pop("escape") and "dry_sequence_breakers" in sampling:
+        sampling["dry_sequence_breakers"] = [unescape(b) for b in sampling["dry_sequence_breakers"]]
     load.draft_tensor_overrides = draft.pop("draft_tensor_overrides")  # type: ignore[assignment]
     context = dataclasses.replace(context, **draft)  # type: ignore[arg-type]
     mm_on = mmproj is not None or (bool(a.mmproj_url) and a.mmproj_auto is not False)
@@ -270,6 +275,7 @@ def parse_args(
         gcp=gcp,
         verbose=bool(a.verbose),
         logs=logs,
+        **http,  # type: ignore[arg-type]
         timeout_s=a.timeout_s,
         sleep_idle_seconds=a.sleep_idle_seconds,
         router=router,

@@ -78,6 +78,7 @@ def engine_options(s: Settings) -> dict[str, Any]:
         draft_cpu_batch=_cpu(c.draft_cpu_batch),
         draft_type_k=c.draft_cache_type_k,
         draft_type_v=c.draft_cache_type_v,
+        n_ctx_slot_max=s.kv_unified_per_slot or 0,
     )
 
 
@@ -122,9 +123,8 @@ def apply_fit(
         n_ctx_min=s.load.fit_ctx,
     )
     if r["status"] == 1:
-        log.warning("--fit: no allocation is projected to fit the devices' free memory")
-    elif r["status"] == 2:
-        log.warning("--fit: could not measure the model's memory; loading it unchanged")
+        log.info("--fit: no allocation is projected to fit the devices' free memory")
+    elif r["status"] == 2:  # an unreadable file: the load itself says why
         return model, n_ctx
     fitted = dict(model, n_gpu_layers=r["n_gpu_layers"], tensor_overrides=r["tensor_overrides"])
     if r["tensor_split"]:

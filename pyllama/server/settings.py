@@ -197,6 +197,20 @@ class Settings:
     mcp_servers_json: str | None = None  # the same, inline
     ui_mcp_proxy: bool = False  # /cors-proxy
     gcp: GcpSettings | None = None  # Vertex AI's /predict (AIP_MODE=PREDICTION)
+    # HTTP (--api-prefix ...) and request defaults (--no-cache-prompt, -r, -sp ...)
+    api_prefix: str = ""  # every route under it ("" none)
+    static_path: str | None = None  # --path: static files served at /
+    reuse_port: bool = False
+    ui_config: dict[str, object] | None = None  # /props ui_settings
+    sse_ping_interval: int = 30  # seconds of stream silence before ":" (<= 0: never)
+    threads_http: int = -1  # worker threads for blocking request work (-1: Python's)
+    cache_prompt: bool = True
+    stop_words: list[str] = field(default_factory=list)  # -r: stops of requests without any
+    special: bool = False  # -sp: special tokens written in the output
+    embd_normalize: int = 2
+    kv_unified_per_slot: int | None = None
+    skip_chat_parsing: bool = False  # reasoning and tool calls left in the content
+    log_prompts_dir: str | None = None
     verbose: bool = False
     logs: LogOptions = field(default_factory=LogOptions)
     timeout_s: float = 3600.0

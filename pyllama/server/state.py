@@ -55,6 +55,7 @@ class ServerState:
         self.info: dict[str, Any] = {}  # model facts, kept while asleep
         self.offload: tuple[int, int] = (0, 0)  # layers on GPU/RPC devices, of how many
         self.bos_text = self.eos_text = ""
+        self.serves_completions = True  # False: a pooled embedding model (no KV cache)
         self.sleeping = False  # model and engine freed after --sleep-idle-seconds idle
         self.metrics_book = MetricsBook()
         self._wake_lock = asyncio.Lock()
@@ -109,7 +110,13 @@ class ServerState:
         n_parallel = 4 if auto else s.n_parallel
         unified = auto if s.kv_unified is None else s.kv_unified
         process_options(s)
-        placement, n_ctx = apply_fit(s, path, model_options(s), s.n_ctx, n_parallel, unified)
+        n_ctx = s.n_ctx
+        if not n_ctx and s.kv_unified_per_slot:  # the pool holds every slot's limit
+            n_ctx = n_parallel * s.kv_unified_per_slot
+        embedding = s.embeddings or s.reranking  # the engine unifies the KV cache then
+        placement, n_ctx = apply_fit(
+            s, path, model_options(s), n_ctx, n_parallel, unified or embedding
+        )
         model = _core.Model(path, **placement)
         n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()
@@ -182,6 +189,7 @@ class ServerState:
         self.n_ctx = n_ctx
         self.n_parallel = n_parallel
         self.n_ctx_slot = core.n_ctx_slot
+        self.serves_completions = core.serves_completions
         self._engine_core = core
 
     def _load_projector(self, model: _core.Model, threads: int) -> _core.Projector | None:

@@ -6,17 +6,14 @@ its skip reason; PYLLAMA_REQUIRE_PEER=1 makes its absence an error."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from helpers.media import b64, data_url, png, wav
-from helpers.peer import require_peer
-from helpers.servers import free_port, running_server, wait_healthy
+from helpers.peer import require_peer, running_peer
+from helpers.servers import running_server
 
 FLAGS = ["-c", "2048", "-np", "1", "-t", "2", "--temp", "0"]
 
@@ -24,23 +21,6 @@ FLAGS = ["-c", "2048", "-np", "1", "-t", "2", "--temp", "0"]
 @pytest.fixture(scope="module")
 def peer_bin() -> Path:
     return require_peer()
-
-
-@contextlib.contextmanager
-def _peer(binary: Path, args: list[str]) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(binary), "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, 60)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 REQUESTS = [
@@ -94,6 +74,6 @@ def test_greedy_replies_equal_llama_server(peer_bin: Path, tiny_vlm: dict[str, P
     args = ["-m", str(tiny_vlm["model"]), "--mmproj", str(tiny_vlm["mmproj_omni"]), *FLAGS]
     with running_server(*args) as url:
         ours = _replies(url)
-    with _peer(peer_bin, args) as url:
+    with running_peer(*args) as url:
         theirs = _replies(url)
     assert ours == theirs

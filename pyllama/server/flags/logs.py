@@ -16,17 +16,45 @@ def add_log_flags(t: FlagTable) -> None:
     t.section("common")
     t.flag("--log-disable", action="store_true", help="no log output at all")
     t.flag("--log-file", env="LLAMA_ARG_LOG_FILE", metavar="FNAME", help="also log to this file")
-    t.switch(["--log-jsonl"], ["--no-log-jsonl"], "log_jsonl", "LLAMA_ARG_LOG_JSONL",
-             "log as JSON lines on stdout, without colors (default: off)")
-    t.flag("--log-colors", default="auto", env="LLAMA_ARG_LOG_COLORS", metavar="[on|off|auto]",
-           help="colored log lines ('auto': when writing to a terminal)")
-    t.flag("-lv", "--verbosity", "--log-verbosity", dest="log_verbosity", type=int, default=3,
-           env="LLAMA_ARG_LOG_VERBOSITY", metavar="N",
-           help="log lines up to: 0 generic, 1 error, 2 warning, 3 info (default), 4 trace")
-    t.switch(["--log-prefix"], ["--no-log-prefix"], "log_prefix", "LLAMA_ARG_LOG_PREFIX",
-             "a level letter before each line (default: off)")
-    t.switch(["--log-timestamps"], ["--no-log-timestamps"], "log_timestamps",
-             "LLAMA_ARG_LOG_TIMESTAMPS", "the time since start before each line (default: off)")
+    t.switch(
+        ["--log-jsonl"],
+        ["--no-log-jsonl"],
+        "log_jsonl",
+        "LLAMA_ARG_LOG_JSONL",
+        "log as JSON lines on stdout, without colors (default: off)",
+    )
+    t.flag(
+        "--log-colors",
+        default="auto",
+        env="LLAMA_ARG_LOG_COLORS",
+        metavar="[on|off|auto]",
+        help="colored log lines ('auto': when writing to a terminal)",
+    )
+    t.flag(
+        "-lv",
+        "--verbosity",
+        "--log-verbosity",
+        dest="log_verbosity",
+        type=int,
+        default=3,
+        env="LLAMA_ARG_LOG_VERBOSITY",
+        metavar="N",
+        help="log lines up to: 0 generic, 1 error, 2 warning, 3 info (default), 4 trace",
+    )
+    t.switch(
+        ["--log-prefix"],
+        ["--no-log-prefix"],
+        "log_prefix",
+        "LLAMA_ARG_LOG_PREFIX",
+        "a level letter before each line (default: off)",
+    )
+    t.switch(
+        ["--log-timestamps"],
+        ["--no-log-timestamps"],
+        "log_timestamps",
+        "LLAMA_ARG_LOG_TIMESTAMPS",
+        "the time since start before each line (default: off)",
+    )
 
 
 def log_options(a: argparse.Namespace) -> LogOptions:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyllama.server.flags.cpu import add_cpu_flags
+from pyllama.server.flags.http import add_http_flags
 from pyllama.server.flags.logs import add_log_flags
 from pyllama.server.flags.model import add_model_flags
 from pyllama.server.flags.sampling import add_sampling_flags
@@ -460,6 +461,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
     add_model_flags(t)
     add_log_flags(t)
+    add_http_flags(t)
     add_cpu_flags(t)
     add_speculative_flags(t)
     return p, t.envs

@@ -18,7 +18,7 @@ def split_hosts(value: str) -> list[str]:
     return [h.strip() for h in value.split(",") if h.strip()]
 
 
-def _bind(host: str, port: int, v6only: bool) -> socket.socket:
+def _bind(host: str, port: int, v6only: bool, reuse_port: bool) -> socket.socket:
     if host.endswith(".sock"):
         if os.path.exists(host):
             os.unlink(host)  # a stale socket file from an earlier run
@@ -29,18 +29,20 @@ def _bind(host: str, port: int, v6only: bool) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:  # --reuse-port: several servers share the port, the kernel spreads them
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     if family == socket.AF_INET6:
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, int(v6only))
     sock.bind((host, port))
     return sock
 
 
-def bind_all(hosts: list[str], port: int) -> list[socket.socket]:
+def bind_all(hosts: list[str], port: int, reuse_port: bool = False) -> list[socket.socket]:
     """Bind and listen on every host; on failure close what was bound and raise OSError."""
     socks: list[socket.socket] = []
     try:
         for host in hosts:
-            sock = _bind(host, port, v6only=len(hosts) > 1)
+            sock = _bind(host, port, v6only=len(hosts) > 1, reuse_port=reuse_port)
             socks.append(sock)
             sock.listen(2048)
             sock.set_inheritable(True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -73,21 +75,28 @@ async def parse(request: Request, model: type[M]) -> M:
         raise APIError(400, describe_validation(e)) from e
 
 
+SSE_PING = b":\n\n"  # llama-server's keep-alive: an SSE comment
+
+
 def sse(data: Any) -> bytes:
     return b"data: " + orjson.dumps(data) + b"\n\n"
 
 
 def sse_response(
-    chunks: AsyncIterator[bytes], on_error: Callable[[APIError], bytes] | None = None
+    chunks: AsyncIterator[bytes],
+    on_error: Callable[[APIError], bytes] | None = None,
+    ping_s: float = -1,
 ) -> StreamingResponse:
     """Starlette cancels ``chunks`` when the client goes away; its ``finally`` blocks
     close the task streams, which cancels the engine tasks and frees their slots. An
     error after the first byte travels as an event: ``on_error`` writes it (default:
-    llama-server's envelope as a ``data:`` line)."""
+    llama-server's envelope as a ``data:`` line). After ``ping_s`` seconds without a chunk
+    (``--sse-ping-interval``; <= 0: never) a ``:`` comment line keeps proxies and clients
+    that time out idle connections (undici) from closing it, as llama-server does."""
 
     async def guarded() -> AsyncIterator[bytes]:
         try:
-            async for chunk in chunks:
+            async for chunk in _pinged(chunks, ping_s):
                 yield chunk
         except APIError as e:
             yield on_error(e) if on_error is not None else sse(e.body())
@@ -97,3 +106,35 @@ def sse_response(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def _pinged(chunks: AsyncIterator[bytes], ping_s: float) -> AsyncIterator[bytes]:
+    if ping_s <= 0:
+        async for chunk in chunks:
+            yield chunk
+        return
+    it = chunks.__aiter__()
+    pending: asyncio.Future[bytes] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(it.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=ping_s)
+            if not done:
+                yield SSE_PING
+                continue
+            try:
+                chunk = pending.result()
+            except StopAsyncIteration:
+                pending = None
+                return
+            pending = None
+            yield chunk
+    finally:
+        if pending is not None:  # the client left mid-wait: end the generator there
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+        aclose = getattr(it, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -19,7 +19,7 @@ async def embed(
     state: ServerState,
     request: Request,
     inputs: Any,
-    normalize: int,
+    normalize: int | None,
     kind: _core.TaskKind = _core.TaskKind.EMBEDDING,
 ) -> tuple[list[list[float]], list[int]]:
     if not (state.settings.embeddings or state.settings.reranking):
@@ -33,7 +33,7 @@ async def embed(
         t = _core.TaskParams()
         t.kind = kind
         t.prompt = p
-        t.embd_normalize = normalize
+        t.embd_normalize = state.settings.embd_normalize if normalize is None else normalize
         jobs.append(t)
     streams = tasks.submit(state, jobs)
     done = await results.collect(streams, 1, request.receive)

@@ -179,13 +179,14 @@ def plan_chat(
     rf = reasoning_format or state.settings.reasoning_format
     if rf not in FORMATS:
         raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")
-    thinks = tags == (START, END)  # the tags the reply parser knows
+    # the tags the reply parser knows; --skip-chat-parsing leaves everything in the content
+    thinks = tags == (START, END) and not state.settings.skip_chat_parsing
     plan = ChatPlan(
         messages=msgs,
         prompt=prompt,
         tokens=[] if media else tokenize_chat(model, msgs, prompt),
         grammar=grammar,
-        tools=fmt,
+        tools=None if state.settings.skip_chat_parsing else fmt,
         reasoning=rf if thinks else "none",
         opened=thinks and thinking_open(prompt),
     )

@@ -56,7 +56,7 @@ class Sampling(Body):
     post_sampling_probs: bool = False
     stop: Stop = None
     n_predict: int | None = Field(None, ge=-1, le=MAX_TOKENS)
-    cache_prompt: bool = True
+    cache_prompt: bool | None = None  # None: the server's (--no-cache-prompt)
     id_slot: int = Field(-1, ge=-1)
     t_max_predict_ms: int | None = Field(None, ge=0)
     n_cache_reuse: int | None = Field(None, ge=0)

@@ -6,8 +6,12 @@ fields) are raised here, before any response byte.
 
 from __future__ import annotations
 
+import itertools
+import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Union
 
 from pyllama import _core
@@ -190,6 +194,8 @@ def make_tasks(
     if n_predict < 0 and s.n_predict >= 0:
         n_predict = s.n_predict
     lora = _lora_scales(state, req.lora)
+    if s.log_prompts_dir:
+        log_prompts(s.log_prompts_dir, model, prompts)
     tasks = []
     for tokens in prompts:
         t = _core.TaskParams()
@@ -199,12 +205,13 @@ def make_tasks(
             t.prompt = tokens
         t.sampling = sampling
         t.n_predict = n_predict
-        t.stop = opts.stop
+        t.stop = opts.stop or s.stop_words  # -r: for requests that give no stop
         t.preserved_tokens = opts.preserved
+        t.special = s.special
         t.return_progress = req.return_progress and req.stream
         t.n_probs = opts.n_probs
         t.post_sampling_probs = req.post_sampling_probs
-        t.cache_prompt = req.cache_prompt
+        t.cache_prompt = s.cache_prompt if req.cache_prompt is None else req.cache_prompt
         t.n_cmpl = opts.n_cmpl
         t.id_slot = req.id_slot
         if req.t_max_predict_ms:
@@ -220,6 +227,20 @@ def make_tasks(
             t.lora_scales = lora
         tasks.append(t)
     return tasks
+
+
+_prompt_count = itertools.count()
+
+
+def log_prompts(directory: str, model: _core.Model, prompts: Sequence[Prompt]) -> None:
+    """--log-prompts-dir: each prompt as text, one file per task (debugging aid)."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    for tokens in prompts:
+        ids = list(tokens.tokens) if isinstance(tokens, _core.MediaPrompt) else list(tokens)
+        text = model.detokenize([t for t in ids if t >= 0], False, True)
+        name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_prompt_count):06d}.txt"
+        (folder / name).write_bytes(text)
 
 
 def _lora_scales(state: ServerState, lora: list[dict[str, Any]] | None) -> list[float] | None:
@@ -253,5 +274,7 @@ def submit(state: ServerState, tasks: list[_core.TaskParams]) -> list[TaskStream
         ) from e
     except _core.OverloadedError as e:
         raise APIError(503, str(e)) from e
+    except RuntimeError as e:  # completions on a pooled embedding model: llama-server's 500
+        raise APIError(500, str(e)) from e
     except ValueError as e:
         raise APIError(400, str(e)) from e

@@ -163,7 +163,11 @@ async def messages(request: Request) -> Response:
     turn = await start_chat(state, call)
     head = {"id": _message_id(), "type": "message", "role": "assistant", "model": state.model_name}
     if req.stream:
-        return sse_response(_stream(turn, head, call.stop), on_error=_error_event)
+        return sse_response(
+            _stream(turn, head, call.stop),
+            on_error=_error_event,
+            ping_s=state.settings.sse_ping_interval,
+        )
     (reply,) = await turn.replies(request.receive)
     content: list[dict[str, Any]] = []
     if reply.reasoning:

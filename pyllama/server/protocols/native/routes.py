@@ -173,7 +173,10 @@ async def run_completion(
     )
     streams = tasks.submit(state, tasks.make_tasks(state, prompts, req, opts))
     if req.stream:
-        return sse_response(_stream(state, streams, prompts, req, opts.sampling))
+        return sse_response(
+            _stream(state, streams, prompts, req, opts.sampling),
+            ping_s=state.settings.sse_ping_interval,
+        )
     done = await results.collect(streams, req.n_cmpl, request.receive)
     out = [
         native_final(state, r, len(prompts[i // req.n_cmpl]), req, False, sampling=opts.sampling)
@@ -300,6 +303,7 @@ async def props(request: Request) -> Response:
             "model_path": state.model_path,
             "modalities": state.modalities,
             "media_marker": state.media_marker,
+            "ui_settings": state.settings.ui_config or {},
             "chat_template": state.template.source,
             "bos_token": state.bos_text,
             "eos_token": state.eos_text,

@@ -124,12 +124,14 @@ def _model_info(model: _core.Model) -> dict[str, Any]:
 
 def _capabilities(state: ServerState, model: _core.Model) -> list[str]:
     s = state.settings
-    if s.embeddings or s.reranking:
+    if (s.embeddings or s.reranking) and not state.serves_completions:
         return ["embedding"]
     caps = ["completion", "tools"]
     assert state.template is not None
     if thinking_tags(state.template.source) is not None:
         caps.append("thinking")
+    if s.embeddings:  # a generative model started with --embedding serves both
+        caps.append("embedding")
     if min(model.token_fim_pre, model.token_fim_suf, model.token_fim_mid) >= 0:
         caps.append("insert")  # /api/generate's suffix
     if state.modalities["vision"]:

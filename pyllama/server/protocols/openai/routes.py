@@ -116,7 +116,11 @@ async def completions(request: Request) -> Response:
     env = _envelope(state, "text_completion", "cmpl")
     n_prompt = sum(len(p) for p in prompts)
     if req.stream:
-        return sse_response(_stream_completions(state, streams, req, env, n_prompt), _error_done)
+        return sse_response(
+            _stream_completions(state, streams, req, env, n_prompt),
+            _error_done,
+            ping_s=state.settings.sse_ping_interval,
+        )
     done = await results.collect(streams, req.n, request.receive)
     finals = [r.final for r in done if r.final is not None]
     choices = []
@@ -215,7 +219,11 @@ async def chat_completions(request: Request) -> Response:
     env = _envelope(state, "chat.completion", "chatcmpl")
     if req.stream:
         env["object"] = "chat.completion.chunk"
-        return sse_response(_stream_chat(state, turn, req, env), _error_done)
+        return sse_response(
+            _stream_chat(state, turn, req, env),
+            _error_done,
+            ping_s=state.settings.sse_ping_interval,
+        )
     done = await results.collect(turn.streams, req.n, request.receive)
     finals = [r.final for r in done if r.final is not None]
     choices = []

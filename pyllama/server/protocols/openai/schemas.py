@@ -52,4 +52,4 @@ class EmbeddingRequest(Body):
     content: Prompt | None = None
     model: str | None = None
     encoding_format: Literal["float", "base64"] = "float"
-    embd_normalize: int = Field(2, ge=-1, le=1000)
+    embd_normalize: int | None = Field(None, ge=-1, le=1000)  # None: --embd-normalize

@@ -225,7 +225,9 @@ async def create(request: Request) -> Response:
     tr = _Translated(state, req, store)
     turn = await start_chat(state, tr.call)
     if req.stream:
-        return sse_response(_stream(state, store, tr, turn))
+        return sse_response(
+            _stream(state, store, tr, turn), ping_s=state.settings.sse_ping_interval
+        )
     reply = (await turn.replies(request.receive))[0]
     length = reply.finish == "length"
     output = []

@@ -1,0 +1,21 @@
+"""``--threads-http``: llama-server sizes its HTTP thread pool with it. uvicorn serves every
+connection on one event loop, so the honest counterpart is the pool of worker threads that
+blocking request work runs on (Starlette's sync endpoints and file responses through
+anyio, pyllama's ``asyncio.to_thread`` calls): both get N threads."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import anyio.to_thread
+
+__all__ = ["use_worker_threads"]
+
+
+def use_worker_threads(n: int) -> None:
+    """Call on the running event loop, before it serves requests."""
+    anyio.to_thread.current_default_thread_limiter().total_tokens = n
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=n, thread_name_prefix="pyllama-http")
+    )
