@@ -13,9 +13,10 @@ from pathlib import Path
 
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
-from pyllama.server.flags import add_rpc_servers, build_parser
+from pyllama.server.flags import add_rpc_servers, build_parser, env_bool
 from pyllama.server.flags.cpu import cpu_placements
 from pyllama.server.flags.http import http_options, unescape
+from pyllama.server.flags.hub import hub_options
 from pyllama.server.flags.logs import log_options
 from pyllama.server.flags.model import model_options
 from pyllama.server.flags.sampling import sampling_defaults
@@ -104,8 +105,16 @@ def parse_args(
     """Flags override LLAMA_ARG_* variables, which override the defaults."""
     parser, envs = build_parser()
     environ = dict(os.environ if environ is None else environ)
-    if "LLAMA_OFFLINE" in environ:  # the older spelling llama.cpp's downloader reads too
-        environ.setdefault("LLAMA_ARG_OFFLINE", environ["LLAMA_OFFLINE"])
+    # older spellings of variables llama.cpp has renamed
+    for old, new in (("LLAMA_OFFLINE", "LLAMA_ARG_OFFLINE"), ("LLAMA_ARG_WEBUI", "LLAMA_ARG_UI")):
+        if old in environ:
+            environ.setdefault(new, environ[old])
+    if "LLAMA_ARG_NO_PREFILL_ASSISTANT" in environ and "LLAMA_ARG_PREFILL_ASSISTANT" not in environ:
+        try:
+            off = env_bool(environ["LLAMA_ARG_NO_PREFILL_ASSISTANT"])
+        except argparse.ArgumentTypeError as e:
+            parser.error(f"environment variable LLAMA_ARG_NO_PREFILL_ASSISTANT: {e}")
+        environ["LLAMA_ARG_PREFILL_ASSISTANT"] = "0" if off else "1"
     defaults = {}
     for dest, (var, conv) in envs.items():
         if var in environ:
@@ -177,6 +186,7 @@ def parse_args(
         draft = draft_options(a)
         logs = log_options(a)
         http = http_options(a)
+        http.update(hub_options(a))
         context = dataclasses.replace(context, **cpu_placements(a))
     except ValueError as e:
         parser.error(str(e))
@@ -368,12 +378,12 @@ def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tupl
         rates = None
         if a.spec_synth_rates is not None:
             rates = [float(v) for v in a.spec_synth_rates.split(",")]
-        drafting = a.model_draft is not None and types != ["none"]
+        drafting = (a.model_draft or a.draft_hf_repo) is not None and types != ["none"]
         n_max = a.spec_draft_n_max if drafting else 0
         synth = spec.synth_rates(n_max, a.spec_synth_len, rates)
     except ValueError as e:
         parser.error(f"speculative decoding: {e}")
-    if "draft-simple" in types and a.model_draft is None:
+    if "draft-simple" in types and a.model_draft is None and a.draft_hf_repo is None:
         parser.error("--spec-type draft-simple needs a draft model (--model-draft)")
     return types, spec.conditional_probs(synth)
 

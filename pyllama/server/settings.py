@@ -106,7 +106,13 @@ class ContextOptions:
 
 @dataclass
 class Settings:
-    model: str | None = None  # None: the demo model, fetched unless offline
+    model: str | None = None  # None: -hf, -mu or the demo model, fetched unless offline
+    hf_repo: str | None = None  # -hf org/repo[:quant], from the hub cache
+    hf_file: str | None = None
+    hf_token: str | None = None
+    model_url: str | None = None
+    draft_hf_repo: str | None = None
+    draft_hf_file: str | None = None
     alias: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)  # informational, listed by /models
     offline: bool = False

@@ -20,6 +20,7 @@ from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server.http.errors import APIError
 from pyllama.server.load_params import apply_fit, engine_options, model_options, process_options
 from pyllama.server.media.content import MediaRules, media_marker
+from pyllama.server.model_source import draft_path, model_path
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
@@ -97,13 +98,10 @@ class ServerState:
 
     def _load_model(self) -> None:
         s = self.settings
-        path = s.model
-        if path is None:
-            from pyllama.models import demo_model
-
-            path = demo_model(offline=s.offline)
+        path = model_path(s)
         self.model_path = path  # names the file in load_error
-        for file in (path, s.model_draft):
+        draft_file = draft_path(s)
+        for file in (path, draft_file):
             if file is not None:
                 check_model_file(file)
         auto = s.n_parallel < 0
@@ -120,8 +118,8 @@ class ServerState:
         model = _core.Model(path, **placement)
         n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()
-        drafting = s.model_draft is not None and s.spec_types != ["none"]
-        draft = _core.Model(s.model_draft, **model_options(s, draft=True)) if drafting else None
+        drafting = draft_file is not None and s.spec_types != ["none"]
+        draft = _core.Model(draft_file, **model_options(s, draft=True)) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         projector = self._load_projector(model, threads)
         core = _core.Engine(

@@ -222,8 +222,10 @@ def test_batched_embeddings(model):
             assert abs(np.linalg.norm(b) - 1.0) < 1e-4
             np.testing.assert_allclose(a, b, atol=1e-4)
         assert batched[0] @ batched[1] > batched[0] @ batched[2]
-        with pytest.raises(ValueError, match="embeddings only"):
-            eng.submit(task(model, "no completions here"))
+        # a generative model with embeddings on completes too (llama-server's --embedding)
+        assert eng.serves_completions and eng.serves_embeddings
+        events = list(generate(eng, task(model, "Once upon a time", n=4)))
+        assert sum(e.type == "token" for e in events) == 4
     finally:
         ae.close()
 

@@ -110,12 +110,12 @@ def test_embeddings_and_chat_at_once(both: str) -> None:
         assert all(f.result() == pytest.approx(alone_embd, abs=1e-4) for f in embds)
 
 
-def test_same_answers_as_llama_server(both: str, smollm_path: str) -> None:
+def test_same_answers_as_llama_server(smollm_path: str) -> None:
     """Greedy chat text and mean-pooled vectors equal llama-server's, started alike (one
     input per request: llama-server -np 2 pools a batch of inputs over cut sequences)."""
     chat = {"messages": SAY, "max_tokens": 12, "temperature": 0}
     args = ("-m", smollm_path, "-c", "2048", "-np", "2", "--embedding", "--pooling", "mean")
-    with running_peer(*args) as peer:
+    with running_server(*args) as both, running_peer(*args) as peer:
         for url in (both, peer):
             r = httpx.post(url + "/v1/chat/completions", json=chat, timeout=120)
             assert r.status_code == 200, r.text

@@ -11,6 +11,8 @@ from typing import Any
 
 from pyllama.server.flags.cpu import add_cpu_flags
 from pyllama.server.flags.http import add_http_flags
+from pyllama.server.flags.hub import add_hub_flags
+from pyllama.server.flags.info import add_info_flags
 from pyllama.server.flags.logs import add_log_flags
 from pyllama.server.flags.model import add_model_flags
 from pyllama.server.flags.sampling import add_sampling_flags
@@ -296,13 +298,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     flag("--keep", dest="n_keep", type=int, default=0)
     section("server")
     flag("--spm-infill", action="store_true", help="infill: suffix before prefix")
-    flag(
-        "--no-prefill-assistant",
-        dest="prefill_assistant",
-        action="store_false",
-        env="LLAMA_ARG_NO_PREFILL_ASSISTANT",
-        conv=lambda v: not env_bool(v),
-        help="a final assistant message is closed, not continued",
+    switch(
+        ["--prefill-assistant"],
+        ["--no-prefill-assistant"],
+        "prefill_assistant",
+        "LLAMA_ARG_PREFILL_ASSISTANT",
+        "continue a final assistant message (default: on; off: it is closed)",
     )
     flag("--cache-reuse", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE")
     flag(
@@ -381,10 +382,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         "allow credentials for the listed origins (default: on; never with '*')",
     )
     switch(
-        ["--webui"],
+        ["--ui", "--webui"],
         ["--no-webui", "--no-ui"],
         "webui",
-        "LLAMA_ARG_WEBUI",
+        "LLAMA_ARG_UI",
         "pyllama has no web UI; accepted for compatibility",
     )
     flag(
@@ -459,9 +460,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     )
     section("common")
     flag("-v", "--verbose", "--log-verbose", dest="verbose", action="store_true")
+    add_info_flags(t)
     add_model_flags(t)
     add_log_flags(t)
     add_http_flags(t)
+    add_hub_flags(t)
     add_cpu_flags(t)
     add_speculative_flags(t)
     return p, t.envs

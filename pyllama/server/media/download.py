@@ -1,5 +1,6 @@
-"""--mmproj-url: the projector file downloaded once into the model cache, as llama-server
-keeps a --model-url download; reused from there (and required there with --offline)."""
+"""--mmproj-url and --model-url: the file downloaded once into the model cache, as
+llama-server keeps a --model-url download; reused from there (and required there with
+--offline)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,24 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["fetch_projector"]
+__all__ = ["fetch_projector", "fetch_url"]
 
 
 def fetch_projector(url: str, *, offline: bool) -> str:
+    return fetch_url(url, offline=offline, flag="--mmproj-url")
+
+
+def fetch_url(url: str, *, offline: bool, flag: str) -> str:
     from pyllama.hub import cache_directory
 
     name = Path(urlsplit(url).path).name
     if not name.endswith(".gguf"):
-        raise ValueError(f"--mmproj-url must name a .gguf file: {url}")
+        raise ValueError(f"{flag} must name a .gguf file: {url}")
     target = cache_directory() / name
     if target.is_file():
         return str(target)
     if offline:
-        raise ValueError(
-            f"--mmproj-url: {name} is not in the cache ({target.parent}) and --offline"
-        )
+        raise ValueError(f"{flag}: {name} is not in the cache ({target.parent}) and --offline")
     import httpx
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -36,7 +39,7 @@ def fetch_projector(url: str, *, offline: bool) -> str:
                     f.write(chunk)
         os.replace(part, target)
     except httpx.HTTPError as e:
-        raise ValueError(f"--mmproj-url: download failed: {e}") from e
+        raise ValueError(f"{flag}: download failed: {e}") from e
     finally:
         part.unlink(missing_ok=True)
     return str(target)
