@@ -44,7 +44,7 @@ SERVER_PIDS: dict[str, int] = {}  # base URL -> process id, for tests that inspe
 
 @contextlib.contextmanager
 def running_server(
-    *args: str, timeout: float = 120.0, env: dict[str, str] | None = None
+    *args: str, timeout: float = 120.0, env: dict[str, str] | None = None, health: str = "/health"
 ) -> Iterator[str]:
     """A real ``pyllama-server`` process (``python -m pyllama.server ARGS``) on a free
     port, with ``env`` added to its environment; yields its base URL once /health
@@ -73,7 +73,7 @@ def running_server(
                     f"server exited {proc.returncode}:\n{log.read().decode()[-4000:]}"
                 )
             try:
-                if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                if httpx.get(url + health, timeout=1.0).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
