@@ -6,16 +6,42 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'OverloadedError', 'Projector', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_level', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'OverloadedError', 'Projector', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
+class CpuParams:
+    """
+    CPU placement of ggml's compute threads (llama-server's --cpu-mask, --cpu-range, --cpu-strict, --prio, --poll).
+    """
+    def __init__(self, *, mask: str = '', range: str = '', strict: typing.SupportsInt | typing.SupportsIndex = 0, priority: typing.SupportsInt | typing.SupportsIndex = 0, poll: typing.SupportsInt | typing.SupportsIndex = 50) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def is_default(self) -> bool:
+        ...
+    @property
+    def mask(self) -> str:
+        ...
+    @property
+    def poll(self) -> int:
+        ...
+    @property
+    def priority(self) -> int:
+        ...
+    @property
+    def range(self) -> str:
+        ...
+    @property
+    def strict(self) -> int:
+        ...
 class Model:
     """
     A loaded GGUF model (immutable, thread-safe).
     """
-    def __init__(self, path: str, *, n_gpu_layers: typing.SupportsInt | typing.SupportsIndex = -1, use_mmap: bool = True, use_mlock: bool = False, vocab_only: bool = False, check_tensors: bool = False, devices: collections.abc.Sequence[str] = [], split_mode: str = 'layer', main_gpu: typing.SupportsInt | typing.SupportsIndex = 0, tensor_split: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = []) -> None:
+    def __init__(self, path: str, *, n_gpu_layers: typing.SupportsInt | typing.SupportsIndex = -1, use_mmap: bool = True, use_mlock: bool = False, vocab_only: bool = False, check_tensors: bool = False, devices: collections.abc.Sequence[str] = [], split_mode: str = 'layer', main_gpu: typing.SupportsInt | typing.SupportsIndex = 0, tensor_split: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], kv_overrides: collections.abc.Sequence[str] = [], tensor_overrides: collections.abc.Sequence[tuple[str, str]] = [], repack: bool = True, no_host: bool = False, load_mode: str = '', lazy_mode: str = 'auto') -> None:
         """
-        Load a GGUF model. ``devices``: ggml device names to offload to (``['none']``: none; empty: every GPU); ``split_mode``: none, layer, row or tensor (llama-server's --split-mode); ``tensor_split``: proportions per device.
+        Load a GGUF model. ``devices``: ggml device names to offload to (``['none']``: none; empty: every GPU); ``split_mode``: none, layer, row or tensor (llama-server's --split-mode); ``tensor_split``: proportions per device; ``kv_overrides``: metadata overrides, ``KEY=TYPE:VALUE`` (--override-kv); ``tensor_overrides``: (tensor name regex, buffer type) pairs (--override-tensor, --cpu-moe); ``repack``: weight repacking (--no-repack); ``load_mode``: auto, none, mmap, mlock, mmap+mlock or dio ('' follows use_mmap/use_mlock); ``lazy_mode``: on, auto or off.
         """
     def chat_template(self, name: str = '') -> str:
         """
@@ -807,6 +833,14 @@ class TaskParams:
     def spec_p_min(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
+    def special(self) -> bool:
+        """
+        write every special token out as text (-sp)
+        """
+    @special.setter
+    def special(self, arg0: bool) -> None:
+        ...
+    @property
     def stop(self) -> list[str]:
         ...
     @stop.setter
@@ -896,8 +930,10 @@ class Engine:
     """
     Continuous batching over n_parallel slots on a C++ thread.
     """
-    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], cache_ram_mib: typing.SupportsInt | typing.SupportsIndex = 0, cache_idle_slots: bool = True, verbose: bool = False, projector: Projector = None) -> None:
-        ...
+    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], cache_ram_mib: typing.SupportsInt | typing.SupportsIndex = 0, cache_idle_slots: bool = True, verbose: bool = False, projector: Projector = None, offload_kqv: bool = True, op_offload: bool = True, swa_full: bool = True, rope_scaling_type: typing.SupportsInt | typing.SupportsIndex = -1, rope_freq_base: typing.SupportsFloat | typing.SupportsIndex = 0.0, rope_freq_scale: typing.SupportsFloat | typing.SupportsIndex = 0.0, yarn_ext_factor: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_attn_factor: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_beta_fast: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_beta_slow: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_orig_ctx: typing.SupportsInt | typing.SupportsIndex = 0, cpu: CpuParams = ..., cpu_batch: CpuParams | None = None, control_vectors: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], control_vector_layers: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] = (0, 0), warmup: bool = True, draft_threads: typing.SupportsInt | typing.SupportsIndex = -1, draft_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, draft_cpu: CpuParams | None = None, draft_cpu_batch: CpuParams | None = None, draft_type_k: str = '', draft_type_v: str = '', perf: bool = False, n_ctx_slot_max: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        """
+        Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start.
+        """
     def cancel(self, task_id: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     def erase_slot(self, slot_id: typing.SupportsInt | typing.SupportsIndex) -> None:
@@ -948,9 +984,26 @@ class Engine:
     @property
     def projector(self) -> Projector:
         ...
+    @property
+    def serves_completions(self) -> bool:
+        """
+        Completions too: no embeddings, or a model with a KV cache (--embedding on a generative model).
+        """
+    @property
+    def serves_embeddings(self) -> bool:
+        ...
+    @property
+    def warmup_ms(self) -> float:
+        """
+        How long the start-up warm-up took (-1: none ran).
+        """
 def backends() -> list:
     """
     The backend modules loaded at import: name, CPU variant, file and score.
+    """
+def buffer_type_names() -> list[str]:
+    """
+    Buffer types a tensor override may name: each loaded device's own (CPU, CUDA0 ...).
     """
 def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.SupportsInt | typing.SupportsIndex) -> Sampler:
     """
@@ -970,6 +1023,10 @@ def devices() -> list:
     """
     Every device of the loaded backends: name, description, type, backend, memory.
     """
+def fit_params(path: str, *, n_gpu_layers: typing.SupportsInt | typing.SupportsIndex = -1, devices: collections.abc.Sequence[str] = [], split_mode: str = 'layer', main_gpu: typing.SupportsInt | typing.SupportsIndex = 0, tensor_split: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], tensor_overrides: collections.abc.Sequence[tuple[str, str]] = [], kv_overrides: collections.abc.Sequence[str] = [], n_ctx: typing.SupportsInt | typing.SupportsIndex = 0, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = True, swa_full: bool = True, offload_kqv: bool = True, margins_mib: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [1024], n_ctx_min: typing.SupportsInt | typing.SupportsIndex = 4096) -> dict:
+    """
+    llama-server's --fit: the GPU layers, context size, tensor split and tensor overrides (only those left at their defaults change) that fit the devices' free memory, leaving margins_mib free; status 0 fits, 1 nothing projected to fit, 2 error.
+    """
 def get_log_level() -> int:
     ...
 def json_schema_to_grammar(schema: str) -> str:
@@ -986,6 +1043,10 @@ def module_dir() -> str:
     """
     The folder _core was loaded from.
     """
+def numa_init(strategy: str) -> None:
+    """
+    ggml's NUMA strategy (distribute, isolate, numactl), once, before a model loads.
+    """
 def projector_caps(path: str) -> tuple[bool, bool]:
     """
     (vision, audio) of a projector file, read from its header without loading it.
@@ -998,9 +1059,17 @@ def rpc_serve(endpoint: str, cache_dir: str | None, n_threads: typing.SupportsIn
     """
     Serve these devices to RPC clients at host:port (blocks; llama.cpp's rpc-server).
     """
+def set_log_file(path: str) -> bool:
+    """
+    Also append the echoed llama.cpp lines to this file ('': stop); False if it cannot be opened.
+    """
 def set_log_level(level: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     Lowest ggml log level echoed to stderr: 1 debug, 2 info, 3 warn, 4 error, 5 none.
+    """
+def set_process_priority(priority: typing.SupportsInt | typing.SupportsIndex) -> bool:
+    """
+    The process's scheduling priority (-1 low, 0 normal, 1 medium, 2 high, 3 realtime); False when the system refuses.
     """
 def supports_gpu_offload() -> bool:
     ...

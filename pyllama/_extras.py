@@ -17,7 +17,7 @@ DISTRIBUTION = "pyllama-engine"
 
 # import names, which are also the distribution names of these packages
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "server": ("starlette", "uvicorn", "orjson", "pydantic", "httpx"),
+    "server": ("starlette", "uvicorn", "orjson", "pydantic", "anyio", "httpx"),
     "convert": ("gguf",),
 }
 
