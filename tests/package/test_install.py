@@ -171,7 +171,7 @@ def test_no_extra_server_names_the_extra(base_venv: Path, user_env: dict[str, st
     )
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        "pyllama-server: pyllama-server needs starlette, uvicorn, orjson, pydantic, httpx, "
+        "pyllama-server: pyllama-server needs starlette, uvicorn, orjson, pydantic, anyio, httpx, "
         "which the 'server' extra installs: pip install 'pyllama-engine[server]'"
     ]
 
