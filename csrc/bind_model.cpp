@@ -24,20 +24,30 @@ llama_split_mode parse_split_mode(const std::string & name) {
 }  // namespace
 
 namespace {
+// What Model() and fit_params() share: where the weights go and what overrides them.
+ModelParams placement(int32_t n_gpu_layers, std::vector<std::string> devices, const std::string & split_mode,
+                      int32_t main_gpu, std::vector<float> tensor_split,
+                      std::vector<std::pair<std::string, std::string>> tensor_overrides,
+                      std::vector<std::string> kv_overrides) {
+    ModelParams p;
+    p.n_gpu_layers = n_gpu_layers;
+    p.devices = std::move(devices);
+    p.split_mode = parse_split_mode(split_mode);
+    p.main_gpu = main_gpu;
+    p.tensor_split = std::move(tensor_split);
+    p.tensor_overrides = std::move(tensor_overrides);
+    p.kv_overrides = std::move(kv_overrides);
+    return p;
+}
+
 py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::string> devices,
              const std::string & split_mode, int32_t main_gpu, std::vector<float> tensor_split,
              std::vector<std::pair<std::string, std::string>> tensor_overrides, std::vector<std::string> kv_overrides,
              uint32_t n_ctx, uint32_t n_parallel, uint32_t n_batch, uint32_t n_ubatch, int32_t flash_attn,
              const std::string & type_k, const std::string & type_v, bool kv_unified, bool swa_full, bool offload_kqv,
              std::vector<size_t> margins_mib, uint32_t n_ctx_min) {
-    ModelParams mp;
-    mp.n_gpu_layers = n_gpu_layers;
-    mp.devices = std::move(devices);
-    mp.split_mode = parse_split_mode(split_mode);
-    mp.main_gpu = main_gpu;
-    mp.tensor_split = std::move(tensor_split);
-    mp.tensor_overrides = std::move(tensor_overrides);
-    mp.kv_overrides = std::move(kv_overrides);
+    const ModelParams mp = placement(n_gpu_layers, std::move(devices), split_mode, main_gpu, std::move(tensor_split),
+                                     std::move(tensor_overrides), std::move(kv_overrides));
     ContextParams cp;
     cp.n_ctx = n_ctx;
     cp.n_seq_max = n_parallel;
@@ -72,18 +82,13 @@ void register_model(py::module_ & m) {
                          std::vector<std::string> kv_overrides,
                          std::vector<std::pair<std::string, std::string>> tensor_overrides, bool repack,
                          bool no_host, std::string load_mode, std::string lazy_mode) {
-                 ModelParams p;
-                 p.n_gpu_layers = n_gpu_layers;
+                 ModelParams p = placement(n_gpu_layers, std::move(devices), split_mode, main_gpu,
+                                           std::move(tensor_split), std::move(tensor_overrides),
+                                           std::move(kv_overrides));
                  p.use_mmap = use_mmap;
                  p.use_mlock = use_mlock;
                  p.vocab_only = vocab_only;
                  p.check_tensors = check_tensors;
-                 p.devices = std::move(devices);
-                 p.split_mode = parse_split_mode(split_mode);
-                 p.main_gpu = main_gpu;
-                 p.tensor_split = std::move(tensor_split);
-                 p.kv_overrides = std::move(kv_overrides);
-                 p.tensor_overrides = std::move(tensor_overrides);
                  p.use_extra_bufts = repack;
                  p.no_host = no_host;
                  p.load_mode = std::move(load_mode);

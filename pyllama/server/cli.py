@@ -338,10 +338,9 @@ def _offload(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[li
             known = ", ".join(sorted(gpus)) or "none; see pyllama-server --list-devices"
             parser.error(f"invalid device: {name} (available: {known})")
     if not gpus and given:
-        print(
-            f"pyllama-server: warning: no GPU device is loaded, so {', '.join(given)} "
-            "has no effect (pyllama-server --list-devices shows the devices)",
-            file=sys.stderr,
+        _warn(
+            f"no GPU device is loaded, so {', '.join(given)} "
+            "has no effect (pyllama-server --list-devices shows the devices)"
         )
     return devices, split
 
@@ -361,11 +360,7 @@ def _multimodal(parser: argparse.ArgumentParser, a: argparse.Namespace) -> str |
     if a.mmproj or a.mmproj_url:
         for on, what in ((a.context_shift, "ctx_shift"), (a.cache_reuse, "cache_reuse")):
             if on:
-                print(
-                    f"pyllama-server: warning: {what} is not supported by multimodal, "
-                    "it will be disabled",
-                    file=sys.stderr,
-                )
+                _warn(f"{what} is not supported by multimodal, it will be disabled")
         if a.model_draft is not None:
             parser.error("--mmproj cannot be used with a draft model (--model-draft) yet")
     return a.mmproj

@@ -18,7 +18,13 @@ from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server.http.errors import APIError
-from pyllama.server.load_params import apply_fit, engine_options, model_options, process_options
+from pyllama.server.load_params import (
+    FLASH_ATTN,
+    apply_fit,
+    engine_options,
+    model_options,
+    process_options,
+)
 from pyllama.server.media.content import MediaRules, media_marker
 from pyllama.server.model_source import draft_path, model_path
 from pyllama.server.ops.metrics import MetricsBook
@@ -29,7 +35,6 @@ __all__ = ["ServerState"]
 log = logging.getLogger("pyllama.server")
 
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
-FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
 
 class ServerState:
