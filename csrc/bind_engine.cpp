@@ -97,6 +97,16 @@ void register_engine(py::module_ & m) {
         .value("EMBEDDING", TaskKind::Embedding)
         .value("RERANK", TaskKind::Rerank);
 
+    py::class_<ReasoningBudget>(m, "ReasoningBudget",
+                                "llama-server's reasoning budget: thinking-block tags as tokens, the limit, runtime control.")
+        .def(py::init<>())
+        .def_readwrite("start", &ReasoningBudget::start, "the start tag's tokens")
+        .def_readwrite("end", &ReasoningBudget::end, "each end tag's tokens; the first is forced")
+        .def_readwrite("forced", &ReasoningBudget::forced, "tokens forced when the budget runs out (message + end tag)")
+        .def_readwrite("prefill", &ReasoningBudget::prefill, "the generation prompt's tokens, accepted first")
+        .def_readwrite("budget", &ReasoningBudget::budget, "tokens allowed in the block; -1: no limit")
+        .def_readwrite("control", &ReasoningBudget::control, "Engine.control may end the block");
+
     py::class_<TaskParams>(m, "TaskParams", "One request for the engine: tokens in, events out.")
         .def(py::init<>())
         .def_readwrite("kind", &TaskParams::kind)
@@ -119,6 +129,8 @@ void register_engine(py::module_ & m) {
         .def_readwrite("spec_n_max", &TaskParams::spec_n_max)
         .def_readwrite("spec_n_min", &TaskParams::spec_n_min)
         .def_readwrite("spec_p_min", &TaskParams::spec_p_min)
+        .def_readwrite("cmpl_id", &TaskParams::cmpl_id, "the completion id clients see (Engine.control)")
+        .def_readwrite("reasoning", &TaskParams::reasoning)
         .def_readwrite("media", &TaskParams::media, "media chunks over the prompt's placeholders (Projector.tokenize)")
         .def(
             "set_prompt",
@@ -294,6 +306,8 @@ void register_engine(py::module_ & m) {
         .def("restore_slot", &Engine::restore_slot, py::arg("slot_id"), py::arg("path"),
              py::call_guard<py::gil_scoped_release>())
         .def("erase_slot", &Engine::erase_slot, py::arg("slot_id"), py::call_guard<py::gil_scoped_release>())
+        .def("control", &Engine::control, py::arg("cmpl_id"), py::arg("action"), py::call_guard<py::gil_scoped_release>(),
+             "Act on a running completion ('reasoning_end'): (success, why not).")
         .def("stop", &Engine::stop, py::call_guard<py::gil_scoped_release>());
 }
 

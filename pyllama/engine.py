@@ -173,6 +173,12 @@ class AsyncEngine:
             self._streams[stream.task_id] = stream
         return streams
 
+    async def control(self, cmpl_id: str, action: str) -> tuple[bool, str]:
+        """Act on the running task whose ``cmpl_id`` is given (``"reasoning_end"``: end
+        its thinking block now): (success, why not). Waits, off the event loop, for the
+        engine's loop thread to act between two steps."""
+        return await asyncio.to_thread(self.engine.control, cmpl_id, action)
+
     async def complete(self, task: _core.TaskParams) -> tuple[list[Event], Event]:
         """Run a task to the end: (token events, the last final event). Errors raise."""
         return await self.collect(self.submit(task))

@@ -1,8 +1,11 @@
 #include "core/sampling.hpp"
 
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+
+#include "reasoning-budget.h"
 
 namespace pyllama {
 
@@ -55,6 +58,15 @@ std::optional<Sampler> build_grammar_sampler(const Model & model, const Sampling
     namespace s = samplers;
     if (p.grammar_lazy) return s::grammar_lazy(model, p.grammar, "root", p.grammar_trigger_patterns, p.grammar_trigger_tokens);
     return s::grammar(model, p.grammar, "root");
+}
+
+std::optional<Sampler> build_reasoning_budget(const Model & model, const ReasoningBudget & rb, bool grammar_lazy) {
+    if (rb.budget < -1) throw std::invalid_argument("reasoning_budget_tokens must be >= -1");
+    if (rb.start.empty() || rb.end.empty() || !(grammar_lazy || rb.budget >= 0 || rb.control)) return std::nullopt;
+    Sampler s(common_reasoning_budget_init(model.vocab(), {rb.start}, rb.end, rb.forced,
+                                           rb.budget < 0 ? INT_MAX : rb.budget));
+    for (llama_token t : rb.prefill) s.accept(t);
+    return s;
 }
 
 Sampler build_sampler_chain(const Model & model, const SamplingParams & p, int32_t n_ctx, bool with_grammar) {

@@ -53,6 +53,24 @@ struct SamplingParams {
     void validate() const;  // throws std::invalid_argument with the offending field
 };
 
+// llama-server's reasoning budget (common_reasoning_budget_init): counts the tokens of a
+// thinking block and, past `budget`, forces `forced` (a message, then the first end tag).
+// Armed when start and end are set and the budget is >= 0, `control` asks for it (the
+// block can then be ended by Engine::control) or a lazy grammar must wait for the block
+// to end; `prefill` (the generation prompt's tokens) is accepted first, so a prompt that
+// opened the block starts it counting.
+struct ReasoningBudget {
+    std::vector<llama_token> start;
+    std::vector<std::vector<llama_token>> end;
+    std::vector<llama_token> forced;
+    std::vector<llama_token> prefill;
+    int32_t budget = -1;  // -1: no limit
+    bool control = false;
+};
+
+// The reasoning budget stage (nullopt when not armed), the prefill already accepted.
+std::optional<Sampler> build_reasoning_budget(const Model & model, const ReasoningBudget & rb, bool grammar_lazy);
+
 // Build the sampler chain for params; n_ctx resolves the "-1 = context size" windows.
 // with_grammar=false leaves the grammar out (see build_grammar_sampler).
 Sampler build_sampler_chain(const Model & model, const SamplingParams & params, int32_t n_ctx,

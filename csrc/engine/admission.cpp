@@ -108,9 +108,11 @@ void Engine::admit() {
             s.index = index;
             s.chain.reset();
             s.grammar.reset();
+            s.budget.reset();
             if (completion) {
                 s.chain.emplace(std::move(task->chains[index]));
                 if (task->grammars[index]) s.grammar.emplace(std::move(*task->grammars[index]));
+                if (task->budgets[index]) s.budget.emplace(std::move(*task->budgets[index]));
             }
             s.text.emplace(task->params.stop);
             s.n_decoded = 0;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/slot.hpp"
+#include "reasoning-budget.h"
 #include "engine/util.hpp"
 
 namespace pyllama::engine {
@@ -59,6 +60,29 @@ void Engine::erase_slot(int32_t id) {
         drop_kv(s, 0);
         publish();
         return 0;
+    });
+}
+
+std::pair<bool, std::string> Engine::control(const std::string & cmpl_id, const std::string & action) {
+    using Result = std::pair<bool, std::string>;
+    if (action != "reasoning_end") return {false, "unknown control action"};
+    return run_on_loop<Result>([this, cmpl_id]() -> Result {
+        std::vector<Slot *> running;  // n > 1: every completion of the task
+        for (auto & sp : slots_) {
+            if (sp->state != Slot::State::Idle && sp->task && !cmpl_id.empty() && sp->task->params.cmpl_id == cmpl_id) {
+                running.push_back(sp.get());
+            }
+        }
+        if (running.empty()) return {false, "no active completion for this id"};
+        if (!running.front()->task->params.reasoning.control) {
+            return {false, "reasoning control not enabled for this completion"};
+        }
+        // as llama-server: acts on the live slot mid generation; a block that is not
+        // counting (not started yet, or ended) is left as it is
+        for (Slot * s : running) {
+            if (s->budget) common_reasoning_budget_force(s->budget->get());
+        }
+        return {true, ""};
     });
 }
 

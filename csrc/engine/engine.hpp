@@ -156,6 +156,10 @@ public:
     size_t save_slot(int32_t id, const std::string & path);
     size_t restore_slot(int32_t id, const std::string & path);
     void erase_slot(int32_t id);
+    // llama-server's POST /v1/chat/completions/control on the running task whose cmpl_id
+    // is `cmpl_id`: "reasoning_end" forces the end of its thinking block now. Returns
+    // (success, why not); blocks until the loop thread has acted.
+    std::pair<bool, std::string> control(const std::string & cmpl_id, const std::string & action);
     void set_lora_scales(const std::vector<float> & scales);  // new defaults, for tasks admitted from now on
 
     void stop();  // finish the loop thread; pending and running tasks end with an error

@@ -83,8 +83,12 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
             if (i > 0 && sp.seed != LLAMA_DEFAULT_SEED) sp.seed += static_cast<uint32_t>(i);
             t->chains.push_back(build_sampler_chain(*model_, sp, n_ctx_slot_, false));
             t->grammars.push_back(build_grammar_sampler(*model_, sp));
+            t->budgets.push_back(build_reasoning_budget(*model_, t->params.reasoning, sp.grammar_lazy));
         }
         const auto & tp = t->params;
+        if (tp.reasoning.control && !t->budgets.front()) {
+            throw std::invalid_argument("reasoning_control needs the template's thinking tags");
+        }
         t->greedy = is_plain_greedy(tp.sampling) && !(tp.n_probs > 0 && tp.post_sampling_probs);
         if (t->greedy) t->bias = dense_logit_bias(*model_, tp.sampling);
     }

@@ -8,6 +8,7 @@
 
 #include "engine/slot.hpp"
 #include "engine/util.hpp"
+#include "reasoning-budget.h"
 
 namespace pyllama::engine {
 
@@ -30,17 +31,24 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         llama_sampler_apply(s.chain->get(), &arr);
         return arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size ? arr.data[arr.selected].id : -1;
     };
+    // llama-server's common_sampler_sample: the reasoning budget first (it leaves only the
+    // forced token while forcing), the grammar only outside a thinking block when it is lazy
+    llama_sampler * budget = s.budget ? s.budget->get() : nullptr;
+    const auto budget_state = common_reasoning_budget_get_state(budget);
+    const bool grammar_on = s.grammar && (!budget || !tp.sampling.grammar_lazy ||
+                                          budget_state == REASONING_BUDGET_IDLE || budget_state == REASONING_BUDGET_DONE);
     llama_token tok = forced;
     if (forced >= 0) {
         // nothing to sample
-    } else if (s.task->greedy) {
+    } else if (s.task->greedy && budget_state != REASONING_BUDGET_FORCING) {
         // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
         tok = greedy_pick(logits, n_vocab, s.task->bias);
     } else {
         fill();
+        if (budget) llama_sampler_apply(budget, &arr);
         tok = run_chain();
     }
-    if (forced < 0 && tok >= 0 && s.grammar) {
+    if (forced < 0 && tok >= 0 && grammar_on) {
         // As llama-server: check the sampled token alone against the grammar (cheap); only
         // when it does not fit, constrain every candidate (expensive) and sample again.
         llama_token_data one{tok, 1.0f, 0.0f};
@@ -48,6 +56,7 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         llama_sampler_apply(s.grammar->get(), &single);
         if (std::isinf(one.logit) && one.logit < 0.0f) {
             fill();
+            if (budget) llama_sampler_apply(budget, &arr);
             llama_sampler_apply(s.grammar->get(), &arr);
             tok = run_chain();
         }
@@ -56,7 +65,17 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         fail_slot(s, "sampling", "the sampler chain selected no token");
         return;
     }
-    if (s.grammar && forced < 0) llama_sampler_accept(s.grammar->get(), tok);
+    if (budget) {
+        llama_sampler_accept(budget, tok);
+        // a lazy grammar skipped the block: replay the end tag that closed it, which may
+        // hold its trigger (common_sampler_accept)
+        if (s.grammar && !grammar_on && common_reasoning_budget_get_state(budget) == REASONING_BUDGET_DONE) {
+            if (const llama_tokens * end = common_reasoning_budget_get_end_match(budget)) {
+                for (llama_token t : *end) llama_sampler_accept(s.grammar->get(), t);
+            }
+        }
+    }
+    if (grammar_on && forced < 0) llama_sampler_accept(s.grammar->get(), tok);
     llama_sampler_accept(s.chain->get(), tok);
     s.n_decoded++;
 

@@ -16,6 +16,7 @@ struct Engine::TaskState {
     TaskParams params;
     std::vector<Sampler> chains;  // one per completion, built (and validated) at submit
     std::vector<std::optional<Sampler>> grammars;  // apart from the chains: rejection sampling
+    std::vector<std::optional<Sampler>> budgets;   // reasoning budgets, applied before the chain
     int32_t finals_left = 1;
     bool failed = false;
     std::vector<float> lora;      // resolved adapter scales
@@ -41,6 +42,7 @@ struct Engine::Slot {
     int32_t n_cached = 0;
     std::optional<Sampler> chain;
     std::optional<Sampler> grammar;
+    std::optional<Sampler> budget;
     std::optional<TextStream> text;
     int32_t n_decoded = 0;
     bool truncated = false;  // the context was shifted: tokens were dropped

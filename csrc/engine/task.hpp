@@ -42,6 +42,8 @@ struct TaskParams {
     std::vector<llama_token> preserved_tokens;  // special tokens written out as text (tool-call markers)
     bool special = false;                       // every special token written out (-sp)
     bool return_progress = false;     // Progress events while the prompt is evaluated
+    std::string cmpl_id;              // the id the client sees; Engine::control finds the task by it
+    ReasoningBudget reasoning;
 };
 
 struct TokenProb {

@@ -40,6 +40,8 @@ from pyllama.server.protocols.openai import routes as openai
 from pyllama.server.protocols.responses import routes as responses
 from pyllama.server.settings import Settings
 from pyllama.server.state import ServerState
+from pyllama.server.streams import StreamSessions
+from pyllama.server.streams import routes as streams
 from pyllama.server.tools import proxy as cors_proxy
 from pyllama.server.tools import routes as tool_routes
 from pyllama.server.tools.registry import ToolBox
@@ -76,6 +78,7 @@ def create_app(
         try:
             yield
         finally:
+            app.state.streams.close()
             if tools is not None:
                 tools.close()
             await state.stop()
@@ -83,7 +86,7 @@ def create_app(
     modules = (native, openai, admin, infill, rerank, anthropic, responses, ollama)
     routes = [
         Route(path, fn, methods=methods)
-        for module in (*modules, tool_routes, cors_proxy)
+        for module in (*modules, streams, tool_routes, cors_proxy)
         for path, fn, methods in module.ROUTES
     ]
     if settings.gcp is not None:
@@ -104,6 +107,7 @@ def create_app(
         },
     )
     app.state.pyllama = state
+    app.state.streams = StreamSessions()
     app.state.tools = tools
     app.state.cors_proxy = settings.ui_mcp_proxy
     return app

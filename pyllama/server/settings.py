@@ -152,6 +152,8 @@ class Settings:
     jinja: bool = True
     reasoning_format: str = "auto"
     reasoning: str = "auto"  # on | off | auto
+    reasoning_budget: int = -1  # tokens a thinking block may take (-1: no limit)
+    reasoning_budget_message: str = ""  # written before the forced end tag
     chat_template_kwargs: dict[str, object] = field(default_factory=dict)
     lora: list[tuple[str, float]] = field(default_factory=list)
     lora_init_without_apply: bool = False

@@ -123,7 +123,7 @@ def add_http_flags(t: FlagTable) -> None:
         default=-1,
         env="LLAMA_ARG_THINK_BUDGET",
         metavar="N",
-        help="token budget for thinking (-1: unrestricted; pyllama takes only -1 so far)",
+        help="token budget for thinking: -1 unrestricted, 0 ends it at once, N > 0 tokens",
     )
     flag(
         "--reasoning-budget-message",
@@ -215,11 +215,6 @@ def http_options(a: argparse.Namespace) -> dict[str, object]:
         raise ValueError(f"--video-ffmpeg-dir: not a directory: {a.video_ffmpeg_dir}")
     if a.reasoning_budget < -1:
         raise ValueError("--reasoning-budget: invalid value (-1, 0 or more)")
-    if a.reasoning_budget != -1:
-        raise ValueError(
-            "--reasoning-budget: a thinking budget is not implemented in pyllama-server yet "
-            "(only -1, unrestricted)"
-        )
     if a.kv_unified_per_slot is not None and a.kv_unified_per_slot < 1:
         raise ValueError("--kv-unified-per-slot must be >= 1")
     if a.embd_normalize < -1:
@@ -237,6 +232,8 @@ def http_options(a: argparse.Namespace) -> dict[str, object]:
         "reuse_port": bool(a.reuse_port),
         "ui_config": _ui_config(a),
         "sse_ping_interval": a.sse_ping_interval,
+        "reasoning_budget": a.reasoning_budget,
+        "reasoning_budget_message": a.reasoning_budget_message or "",
         "threads_http": a.threads_http,
         "cache_prompt": a.cache_prompt is not False,
         "stop_words": stops,

@@ -15,6 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from pyllama.server.http.errors import APIError
 
 __all__ = [
+    "SSE_HEADERS",
     "AnyObject",
     "Body",
     "describe_validation",
@@ -22,6 +23,7 @@ __all__ = [
     "json_response",
     "parse",
     "sse",
+    "sse_body",
     "sse_response",
 ]
 
@@ -82,30 +84,36 @@ def sse(data: Any) -> bytes:
     return b"data: " + orjson.dumps(data) + b"\n\n"
 
 
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
 def sse_response(
     chunks: AsyncIterator[bytes],
     on_error: Callable[[APIError], bytes] | None = None,
     ping_s: float = -1,
 ) -> StreamingResponse:
     """Starlette cancels ``chunks`` when the client goes away; its ``finally`` blocks
-    close the task streams, which cancels the engine tasks and frees their slots. An
-    error after the first byte travels as an event: ``on_error`` writes it (default:
-    llama-server's envelope as a ``data:`` line). After ``ping_s`` seconds without a chunk
-    (``--sse-ping-interval``; <= 0: never) a ``:`` comment line keeps proxies and clients
-    that time out idle connections (undici) from closing it, as llama-server does."""
-
-    async def guarded() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in _pinged(chunks, ping_s):
-                yield chunk
-        except APIError as e:
-            yield on_error(e) if on_error is not None else sse(e.body())
-
+    close the task streams, which cancels the engine tasks and frees their slots."""
     return StreamingResponse(
-        guarded(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        sse_body(chunks, on_error, ping_s), media_type="text/event-stream", headers=SSE_HEADERS
     )
+
+
+async def sse_body(
+    chunks: AsyncIterator[bytes],
+    on_error: Callable[[APIError], bytes] | None = None,
+    ping_s: float = -1,
+) -> AsyncIterator[bytes]:
+    """The bytes of an SSE reply. An error after the first byte travels as an event:
+    ``on_error`` writes it (default: llama-server's envelope as a ``data:`` line). After
+    ``ping_s`` seconds without a chunk (``--sse-ping-interval``; <= 0: never) a ``:``
+    comment line keeps proxies and clients that time out idle connections (undici) from
+    closing it, as llama-server does."""
+    try:
+        async for chunk in _pinged(chunks, ping_s):
+            yield chunk
+    except APIError as e:
+        yield on_error(e) if on_error is not None else sse(e.body())
 
 
 async def _pinged(chunks: AsyncIterator[bytes], ping_s: float) -> AsyncIterator[bytes]:

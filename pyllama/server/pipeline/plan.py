@@ -54,6 +54,8 @@ class ChatPlan:
     media: _core.MediaPrompt | None = None  # the prompt, when it holds images or audio
     reasoning: str = "none"  # effective reasoning format; "none": left in the content
     opened: bool = False  # the prompt opened a think block
+    thinking: tuple[str, str] | None = None  # the template's thinking tags (start, end)
+    generation_prompt: str = ""  # what the prompt adds after the messages (the budget's prefill)
 
     def message(self, text: str) -> tuple[dict[str, Any], list[ToolCall]]:
         """The assistant message for a whole reply, and its tool calls."""
@@ -181,6 +183,13 @@ def plan_chat(
         raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")
     # the tags the reply parser knows; --skip-chat-parsing leaves everything in the content
     thinks = tags == (START, END) and not state.settings.skip_chat_parsing
+    generation_prompt = ""
+    if tags is not None:  # llama.cpp's: the rendering's tail that the messages alone lack
+        try:
+            bare = template.render(msgs, add_generation_prompt=False, tools=render_tools, **extra)
+        except ChatTemplateError as e:
+            raise APIError(400, str(e)) from e
+        generation_prompt = prompt[_common_prefix(bare, prompt) :]
     plan = ChatPlan(
         messages=msgs,
         prompt=prompt,
@@ -189,6 +198,8 @@ def plan_chat(
         tools=None if state.settings.skip_chat_parsing else fmt,
         reasoning=rf if thinks else "none",
         opened=thinks and thinking_open(prompt),
+        thinking=tags,
+        generation_prompt=generation_prompt,
     )
     markers = [m for m in (fmt.start, fmt.end) if m] if fmt is not None else []
     if thinks:
@@ -231,6 +242,14 @@ def _continuation(
     if isinstance(parts, list):  # text parts are joined by blank lines, as llama.cpp renders them
         return "\n\n".join(p["text"] for p in parts)
     return str(last.get("content") or "")
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 def _with_system(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

@@ -66,8 +66,23 @@ class Sampling(Body):
     lora: list[dict[str, Any]] | None = None
     stream: bool = False
     return_progress: bool = False  # streamed prompt_progress while the prompt is evaluated
+    sse_ping_interval: int | None = Field(None, ge=-1, le=(1 << 31) - 1)  # None: the server's
+    # llama-server's reasoning budget (see pipeline.budget); a chat takes the tags from its
+    # template, a completion from these
+    reasoning_budget_tokens: int | None = Field(None, ge=-1, le=(1 << 31) - 1)
+    thinking_budget_tokens: int | None = Field(None, ge=-1, le=(1 << 31) - 1)
+    reasoning_budget_message: str | None = Field(None, max_length=1 << 16)
+    reasoning_control: bool = False
+    reasoning_budget_start_tag: str | None = Field(None, max_length=256)
+    reasoning_budget_end_tags: list[str] | None = Field(None, max_length=16)
+    reasoning_budget_end_tag: str | None = Field(None, max_length=256)
+    generation_prompt: str | None = Field(None, max_length=1 << 16)
     timings_per_token: bool = False  # timings in every streamed chunk
     verbose: bool | None = None  # __verbose (the native result) in the answer; None: -v
     return_tokens: bool = False
     n_keep: int | None = Field(None, ge=-1)
     n_discard: int | None = Field(None, ge=0)
+
+    def ping_s(self, default: int) -> int:
+        """Seconds of stream silence before a ``:`` ping: the request's, else ``default``."""
+        return default if self.sse_ping_interval is None else self.sse_ping_interval

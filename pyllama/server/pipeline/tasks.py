@@ -18,6 +18,7 @@ from pyllama import _core
 from pyllama.engine import TaskStream
 from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
+from pyllama.server.pipeline.budget import reasoning_budget
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState
 
@@ -155,6 +156,8 @@ class Options:
     preserved: list[int] = field(default_factory=list)  # special tokens written out as text
     stop: list[str] = field(default_factory=list)
     sampling: _core.SamplingParams | None = None  # set by make_tasks: what the tasks sample with
+    cmpl_id: str = ""  # the completion id the client sees (control requests name it)
+    reasoning: _core.ReasoningBudget | None = None  # None: from the request's own tags
 
 
 def make_tasks(
@@ -194,6 +197,7 @@ def make_tasks(
     if n_predict < 0 and s.n_predict >= 0:
         n_predict = s.n_predict
     lora = _lora_scales(state, req.lora)
+    reasoning = opts.reasoning or reasoning_budget(model, s, req)
     if s.log_prompts_dir:
         log_prompts(s.log_prompts_dir, model, prompts)
     tasks = []
@@ -209,6 +213,8 @@ def make_tasks(
         t.preserved_tokens = opts.preserved
         t.special = s.special
         t.return_progress = req.return_progress and req.stream
+        t.cmpl_id = opts.cmpl_id
+        t.reasoning = reasoning
         t.n_probs = opts.n_probs
         t.post_sampling_probs = req.post_sampling_probs
         t.cache_prompt = s.cache_prompt if req.cache_prompt is None else req.cache_prompt

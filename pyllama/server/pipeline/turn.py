@@ -23,6 +23,7 @@ from pyllama.server.http.wire import describe_validation
 from pyllama.server.media import content
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
+from pyllama.server.pipeline.budget import reasoning_budget
 from pyllama.server.pipeline.plan import ChatPlan, plan_chat
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState
@@ -86,6 +87,7 @@ class ChatCall:
     continue_final: bool | None = None  # None: continue a final assistant message (prefill)
     n: int = 1
     n_probs: int = 0
+    cmpl_id: str = ""  # the id the client sees: POST /v1/chat/completions/control names it
 
 
 @dataclass
@@ -214,6 +216,10 @@ async def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         trigger_patterns=plan.trigger_patterns,
         preserved=plan.preserved,
         stop=call.stop,
+        cmpl_id=call.cmpl_id,
+        reasoning=reasoning_budget(
+            state.require()[0], state.settings, call.sampling, plan.thinking, plan.generation_prompt
+        ),
     )
     prompt = plan.media if plan.media is not None else plan.tokens
     streams = tasks.submit(state, tasks.make_tasks(state, [prompt], call.sampling, opts))

@@ -22,7 +22,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -33,7 +32,9 @@ from pyllama.server.http.auth import ApiKeyMiddleware
 from pyllama.server.http.errors import APIError, handle_api_error, handle_http_error
 from pyllama.server.http.multipart import parse_form
 from pyllama.server.http.wire import json_body, json_response
-from pyllama.server.router.table import FAKE_DELAY_S, ModelEntry, ModelTable
+from pyllama.server.router import streams
+from pyllama.server.router.forward import forward, table_of
+from pyllama.server.router.table import ModelEntry, ModelTable
 from pyllama.server.settings import Settings
 from pyllama.server.tools import proxy as cors_proxy
 from pyllama.server.tools import routes as tool_routes
@@ -48,6 +49,7 @@ POST_ROUTES = [
     "/v1/completions",
     "/chat/completions",
     "/v1/chat/completions",
+    "/v1/chat/completions/control",
     "/chat/completions/input_tokens",
     "/v1/chat/completions/input_tokens",
     "/responses",
@@ -78,20 +80,6 @@ POST_ROUTES = [
 ]
 GET_ROUTES = ("/metrics", "/slots", "/lora-adapters")  # the model in ?model=
 FORM_ROUTES = ("/v1/audio/transcriptions", "/audio/transcriptions")  # multipart uploads
-# hop-by-hop and recomputed headers, not forwarded in either direction
-_DROP = frozenset(
-    {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "authorization"}
-    | {"x-api-key", "date", "server"}
-)
-
-
-def _table(request: Request) -> ModelTable:
-    return request.app.state.models
-
-
-def _autoload(request: Request, settings: Settings) -> bool:
-    value = request.query_params.get("autoload")
-    return settings.models_autoload if value is None else value in ("1", "true")
 
 
 def _named(name: Any) -> str:
@@ -100,80 +88,23 @@ def _named(name: Any) -> str:
     return name
 
 
-async def _forward(request: Request, entry: ModelEntry, body: bytes) -> Response:
-    table = _table(request)
-    autoload = _autoload(request, request.app.state.settings)
-    if entry.status in ("downloading", "downloaded"):
-        raise APIError(400, f"model '{entry.name}' is downloading")
-    if not entry.running and not autoload:
-        raise APIError(400, "model is not loaded")
-    if autoload:  # waits in the queue for a slot when every one is taken
-        await table.ensure_ready(entry, request.is_disconnected)
-    if not entry.running:
-        raise APIError(400, f"model name={entry.name} is not running")
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP]
-    params = [(k, v) for k, v in request.query_params.multi_items() if k != "autoload"]
-    entry.busy += 1  # from here on, loading another model never evicts this one
-    if request.method == "POST":  # as llama-server: only POST requests count as a use
-        entry.last_used = time.monotonic()
-    try:
-        if table.fake_timing:
-            await asyncio.sleep(FAKE_DELAY_S)
-        await table.wait_ready(entry)
-        url = f"http://127.0.0.1:{entry.port}{request.url.path}"
-        req = table.client.build_request(
-            request.method, url, params=params, headers=headers, content=body
-        )
-        upstream = await table.client.send(req, stream=True)
-    except BaseException:
-        table.release(entry)
-        raise
-    out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROP}
-    return _Relay(upstream, table, entry, out_headers)
-
-
-class _Relay(StreamingResponse):
-    """A child's response, passed on as it comes. The child's connection is closed and the
-    model marked idle however the response ends: finished, failed, or a client that left
-    before the first byte (a generator's ``finally`` would not run if it never started).
-    Closing that connection makes the child cancel its task."""
-
-    def __init__(
-        self,
-        upstream: httpx.Response,
-        table: ModelTable,
-        entry: ModelEntry,
-        headers: dict[str, str],
-    ):
-        super().__init__(upstream.aiter_raw(), status_code=upstream.status_code, headers=headers)
-        self.upstream = upstream
-        self.table = table
-        self.entry = entry
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            await self.upstream.aclose()
-            self.table.release(self.entry)
-
-
 async def proxy_post(request: Request) -> Response:
     body = await request.body()
-    data = await json_body(request)
-    return await _forward(request, _table(request).get(_named(data.get("model"))), body)
+    name = _named((await json_body(request)).get("model"))
+    entry = table_of(request).get(name)
+    return await forward(request, entry, body, streams.stop_check(request, name))
 
 
 async def proxy_form(request: Request) -> Response:
     """A multipart upload (audio transcriptions): the model in its ``model`` field."""
     body = await request.body()
     form = await asyncio.to_thread(parse_form, request.headers.get("content-type", ""), body)
-    return await _forward(request, _table(request).get(_named(form.get("model"))), body)
+    return await forward(request, table_of(request).get(_named(form.get("model"))), body)
 
 
 async def proxy_get(request: Request) -> Response:
     name = _named(request.query_params.get("model"))
-    return await _forward(request, _table(request).get(name), b"")
+    return await forward(request, table_of(request).get(name), b"")
 
 
 async def health(request: Request) -> Response:
@@ -235,7 +166,7 @@ def _describe(entry: ModelEntry) -> dict[str, Any]:
 
 
 async def models(request: Request) -> Response:
-    table = _table(request)
+    table = table_of(request)
     if request.query_params.get("reload"):
         await table.reload()
     data = [_describe(e) for e in table.models.values() if not e.hidden]
@@ -257,7 +188,7 @@ def _model_param(value: Any) -> str:
 
 
 async def load(request: Request) -> Response:
-    table = _table(request)
+    table = table_of(request)
     name = _named((await json_body(request)).get("model"))
     entry = table.lookup(name)
     if entry is None:
@@ -271,7 +202,7 @@ async def load(request: Request) -> Response:
 
 
 async def unload(request: Request) -> Response:
-    table = _table(request)
+    table = table_of(request)
     entry = table.get(_named((await json_body(request)).get("model")))
     if not entry.running and entry.status != "downloading":
         raise APIError(400, "model is not running")
@@ -283,13 +214,13 @@ async def download(request: Request) -> Response:
     """``POST /models``: start fetching a hub model; ``/models/sse`` tells how it goes."""
     _require_key(request)
     name = _model_param((await json_body(request)).get("model"))
-    _table(request).start_download(name)
+    table_of(request).start_download(name)
     return json_response({"success": True})
 
 
 async def delete(request: Request) -> Response:
     _require_key(request)
-    table = _table(request)
+    table = table_of(request)
     name = _model_param(request.query_params.get("model"))
     entry = table.lookup(name)
     if entry is None:
@@ -304,7 +235,7 @@ async def models_sse(request: Request) -> Response:
     """Status changes and download progress, one ``data: {"model", "event", "data"}``
     line per event, as llama-server's ``/models/sse``. The subscriber is registered before
     the response starts, so an event caused after the client saw the headers reaches it."""
-    table = _table(request)
+    table = table_of(request)
     queue = table.events.subscribe()
 
     async def stream() -> AsyncIterator[bytes]:
@@ -364,6 +295,7 @@ def create_router_app(
         *(Route(p, proxy_post, methods=["POST"]) for p in POST_ROUTES),
         *(Route(p, proxy_form, methods=["POST"]) for p in FORM_ROUTES),
         *(Route(p, proxy_get, methods=["GET"]) for p in GET_ROUTES),
+        *(Route(p, fn, methods=m) for p, fn, m in streams.ROUTES),
         *(Route(p, fn, methods=m) for p, fn, m in (*tool_routes.ROUTES, *cors_proxy.ROUTES)),
     ]
     app = Starlette(
@@ -373,6 +305,7 @@ def create_router_app(
         exception_handlers={APIError: handle_api_error, HTTPException: handle_http_error},
     )
     app.state.settings = settings
+    app.state.conv_owners = streams.ConvOwners()
     app.state.tools = tools
     app.state.cors_proxy = settings.ui_mcp_proxy
     return app

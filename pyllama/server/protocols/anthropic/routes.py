@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pyllama.server.http.errors import APIError, register_shape
-from pyllama.server.http.wire import json_response, parse, sse_response
+from pyllama.server.http.wire import json_response, parse
 from pyllama.server.pipeline import tasks
 from pyllama.server.pipeline.schemas import MAX_TOKENS
 from pyllama.server.pipeline.turn import (
@@ -33,6 +33,7 @@ from pyllama.server.protocols.anthropic.convert import (
     tool_choice,
 )
 from pyllama.server.state import ServerState
+from pyllama.server.streams import sse_reply
 
 __all__ = ["ROUTES"]
 
@@ -95,8 +96,12 @@ def _call(req: CountTokensRequest, sampling: Mapping[str, Any] | None = None) ->
             raise APIError(
                 400, "thinking.type must be 'enabled', 'disabled', 'adaptive' or 'between_tools'"
             )
-        # the template decides whether the model thinks; budget_tokens is not enforced
         kwargs.setdefault("enable_thinking", kind != "disabled")
+        if kind == "enabled":  # as llama-server: budget_tokens (default 10000) caps the block
+            budget = req.thinking.get("budget_tokens", 10000)
+            if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+                raise APIError(400, "thinking.budget_tokens must be a non-negative integer")
+            sampling = {**(sampling or {}), "thinking_budget_tokens": budget}
     return ChatCall(
         messages=messages,
         sampling=sampling_from(sampling or {}),
@@ -160,10 +165,12 @@ async def messages(request: Request) -> Response:
     call = _call(req, {**extensions(req.model_extra), **own})
     call.n_predict = req.max_tokens
     call.stop = tasks.stops(req.stop_sequences)
+    call.cmpl_id = _message_id()
     turn = await start_chat(state, call)
-    head = {"id": _message_id(), "type": "message", "role": "assistant", "model": state.model_name}
+    head = {"id": call.cmpl_id, "type": "message", "role": "assistant", "model": state.model_name}
     if req.stream:
-        return sse_response(
+        return sse_reply(
+            request,
             _stream(turn, head, call.stop),
             on_error=_error_event,
             ping_s=state.settings.sse_ping_interval,

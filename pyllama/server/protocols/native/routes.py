@@ -13,7 +13,7 @@ from starlette.responses import Response
 from pyllama import _core, hardware
 from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
-from pyllama.server.http.wire import AnyObject, json_response, parse, sse, sse_response
+from pyllama.server.http.wire import AnyObject, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.plan import plan_chat
@@ -25,6 +25,7 @@ from pyllama.server.protocols.native.schemas import (
     TokenizeRequest,
 )
 from pyllama.server.state import ServerState
+from pyllama.server.streams import sse_reply
 
 __all__ = ["ROUTES"]
 
@@ -173,9 +174,10 @@ async def run_completion(
     )
     streams = tasks.submit(state, tasks.make_tasks(state, prompts, req, opts))
     if req.stream:
-        return sse_response(
+        return sse_reply(
+            request,
             _stream(state, streams, prompts, req, opts.sampling),
-            ping_s=state.settings.sse_ping_interval,
+            ping_s=req.ping_s(state.settings.sse_ping_interval),
         )
     done = await results.collect(streams, req.n_cmpl, request.receive)
     out = [

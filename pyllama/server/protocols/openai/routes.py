@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from pyllama import _core
 from pyllama.server.http.errors import APIError
-from pyllama.server.http.wire import json_response, parse, sse, sse_response
+from pyllama.server.http.wire import json_body, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.deltas import ChatDeltas
@@ -29,6 +29,7 @@ from pyllama.server.protocols.openai.schemas import (
     OAICompletionRequest,
 )
 from pyllama.server.state import ServerState
+from pyllama.server.streams import sse_reply
 
 __all__ = ["ROUTES"]
 
@@ -116,10 +117,11 @@ async def completions(request: Request) -> Response:
     env = _envelope(state, "text_completion", "cmpl")
     n_prompt = sum(len(p) for p in prompts)
     if req.stream:
-        return sse_response(
+        return sse_reply(
+            request,
             _stream_completions(state, streams, req, env, n_prompt),
             _error_done,
-            ping_s=state.settings.sse_ping_interval,
+            ping_s=req.ping_s(state.settings.sse_ping_interval),
         )
     done = await results.collect(streams, req.n, request.receive)
     finals = [r.final for r in done if r.final is not None]
@@ -211,18 +213,36 @@ def _chat_call(req: ChatRequest) -> ChatCall:
     )
 
 
+async def chat_control(request: Request) -> Response:
+    """Act on a running chat completion by its id: ``reasoning_end`` ends its thinking
+    block now (the request must have asked for ``reasoning_control``)."""
+    state = _state(request)
+    body = await json_body(request)
+    cmpl_id, action = body.get("id"), body.get("action")
+    if not isinstance(cmpl_id, str) or not cmpl_id:
+        raise APIError(400, "missing completion id")
+    if action != "reasoning_end":
+        raise APIError(400, "unknown control action")
+    _, engine = state.require()
+    ok, why = await engine.control(cmpl_id, action)
+    return json_response({"success": ok, "message": why} if why else {"success": ok})
+
+
 async def chat_completions(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
-    turn = await start_chat(state, _chat_call(req))
     env = _envelope(state, "chat.completion", "chatcmpl")
+    call = _chat_call(req)
+    call.cmpl_id = env["id"]
+    turn = await start_chat(state, call)
     if req.stream:
         env["object"] = "chat.completion.chunk"
-        return sse_response(
+        return sse_reply(
+            request,
             _stream_chat(state, turn, req, env),
             _error_done,
-            ping_s=state.settings.sse_ping_interval,
+            ping_s=req.ping_s(state.settings.sse_ping_interval),
         )
     done = await results.collect(turn.streams, req.n, request.receive)
     finals = [r.final for r in done if r.final is not None]
@@ -364,6 +384,7 @@ ROUTES: list[tuple[str, Any, list[str]]] = [
     ("/chat/completions/input_tokens", chat_input_tokens, ["POST"]),
     ("/v1/chat/completions/input_tokens", chat_input_tokens, ["POST"]),
     ("/v1/chat/completions", chat_completions, ["POST"]),
+    ("/v1/chat/completions/control", chat_control, ["POST"]),
     ("/embedding", embeddings_native, ["POST"]),
     ("/embeddings", embeddings_native, ["POST"]),
     ("/v1/embeddings", embeddings_oai, ["POST"]),

@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from pyllama import _core
 from pyllama.server.http.errors import APIError
-from pyllama.server.http.wire import json_response, parse, sse, sse_response
+from pyllama.server.http.wire import json_response, parse, sse
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.schemas import MAX_TOKENS, Sampling
 from pyllama.server.pipeline.turn import ChatCall, ChatTurn, plan_call, start_chat
@@ -36,6 +36,7 @@ from pyllama.server.protocols.responses.convert import (
 )
 from pyllama.server.protocols.responses.store import ResponseStore, StoredResponse
 from pyllama.server.state import ServerState
+from pyllama.server.streams import sse_reply
 
 __all__ = ["ROUTES", "ResponsesRequest"]
 
@@ -223,10 +224,13 @@ async def create(request: Request) -> Response:
     state.require()
     store = _store(request)
     tr = _Translated(state, req, store)
+    tr.call.cmpl_id = tr.response["id"]
     turn = await start_chat(state, tr.call)
     if req.stream:
-        return sse_response(
-            _stream(state, store, tr, turn), ping_s=state.settings.sse_ping_interval
+        return sse_reply(
+            request,
+            _stream(state, store, tr, turn),
+            ping_s=req.ping_s(state.settings.sse_ping_interval),
         )
     reply = (await turn.replies(request.receive))[0]
     length = reply.finish == "length"
