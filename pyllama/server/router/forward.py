@@ -19,6 +19,8 @@ from pyllama.server.settings import Settings
 
 __all__ = ["Relay", "forward", "table_of"]
 
+_STOPPED = "request cancelled by a stop while the model was loading"  # llama-server's
+
 # hop-by-hop and recomputed headers, not forwarded in either direction
 _DROP = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "authorization"}
@@ -51,9 +53,14 @@ async def forward(
     if not entry.running and not autoload:
         raise APIError(400, "model is not loaded")
     if autoload:  # waits in the queue for a slot when every one is taken
-        await table.ensure_ready(entry, stopped or request.is_disconnected)
+        try:
+            await table.ensure_ready(entry, stopped or request.is_disconnected)
+        except APIError:
+            if stopped is not None and await stopped():
+                raise APIError(400, _STOPPED) from None
+            raise
     if stopped is not None and await stopped():
-        raise APIError(400, "request cancelled by a stop while the model was loading")
+        raise APIError(400, _STOPPED)
     if not entry.running:
         raise APIError(400, f"model name={entry.name} is not running")
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP]

@@ -50,10 +50,10 @@ async def requested_ids(request: Request) -> list[str]:
 async def stream_get(request: Request) -> Response:
     """The session's bytes from ``?from=`` (default 0), then live ones until it ends."""
     conv_id = conv_id_param(request)
-    offset = from_param(request)
     session = _sessions(request).get(conv_id)
     if session is None:
         raise APIError(404, "Stream not found or expired")
+    offset = from_param(request)
     if offset < session.dropped:
         raise APIError(400, "Stream offset lost, please restart")
     return read_session(session, offset)
