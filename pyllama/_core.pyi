@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'OverloadedError', 'Projector', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class CpuParams:
@@ -737,6 +737,60 @@ class TaskKind:
     @property
     def value(self) -> int:
         ...
+class ReasoningBudget:
+    """
+    llama-server's reasoning budget: thinking-block tags as tokens, the limit, runtime control.
+    """
+    def __init__(self) -> None:
+        ...
+    @property
+    def budget(self) -> int:
+        """
+        tokens allowed in the block; -1: no limit
+        """
+    @budget.setter
+    def budget(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def control(self) -> bool:
+        """
+        Engine.control may end the block
+        """
+    @control.setter
+    def control(self, arg0: bool) -> None:
+        ...
+    @property
+    def end(self) -> list[list[int]]:
+        """
+        each end tag's tokens; the first is forced
+        """
+    @end.setter
+    def end(self, arg0: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> None:
+        ...
+    @property
+    def forced(self) -> list[int]:
+        """
+        tokens forced when the budget runs out (message + end tag)
+        """
+    @forced.setter
+    def forced(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def prefill(self) -> list[int]:
+        """
+        the generation prompt's tokens, accepted first
+        """
+    @prefill.setter
+    def prefill(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def start(self) -> list[int]:
+        """
+        the start tag's tokens
+        """
+    @start.setter
+    def start(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
 class TaskParams:
     """
     One request for the engine: tokens in, events out.
@@ -744,6 +798,7 @@ class TaskParams:
     cache_prompt: bool
     kind: TaskKind
     post_sampling_probs: bool
+    reasoning: ReasoningBudget
     return_progress: bool
     sampling: SamplingParams
     def __init__(self) -> None:
@@ -752,6 +807,14 @@ class TaskParams:
         """
         Take a MediaPrompt's tokens and media.
         """
+    @property
+    def cmpl_id(self) -> str:
+        """
+        the completion id clients see (Engine.control)
+        """
+    @cmpl_id.setter
+    def cmpl_id(self, arg0: str) -> None:
+        ...
     @property
     def embd_normalize(self) -> int:
         ...
@@ -936,6 +999,10 @@ class Engine:
         """
     def cancel(self, task_id: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
+    def control(self, cmpl_id: str, action: str) -> tuple[bool, str]:
+        """
+        Act on a running completion ('reasoning_end'): (success, why not).
+        """
     def erase_slot(self, slot_id: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     def lora_scales(self) -> list[float]:

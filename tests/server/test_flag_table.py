@@ -103,7 +103,7 @@ def _value(option, tmp: Path) -> list[str]:
         "--reasoning-format": "auto",
         "--reasoning": "auto",
         "--reasoning-effort": "high",
-        "--reasoning-budget": "-1",
+        "--reasoning-budget": "5",
         "--spec-type": "none",
         "--hf-repo": "org/model:Q4_0",
         "--hf-repo-draft": "org/draft:Q4_0",

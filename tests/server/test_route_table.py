@@ -1,6 +1,5 @@
 """Every route the vendored llama-server registers (tools/server/server.cpp) answers in
-pyllama-server, single-model and router alike, except those listed as pending (issue 20
-works through them). Read from the source, so a llama.cpp update that adds a route fails
+pyllama-server, single-model and router alike. Read from the source, so a llama.cpp update that adds a route fails
 here until pyllama serves it."""
 
 from __future__ import annotations
@@ -19,13 +18,6 @@ _REGISTER = re.compile(r'ctx_http\.(get|post|del)\s*\(\s*"([^"]+)"')
 _METHOD = {"get": "GET", "post": "POST", "del": "DELETE"}
 ROUTER_ONLY = {("POST", "/models"), ("POST", "/models/load"), ("POST", "/models/unload"),
                ("GET", "/models/sse"), ("DELETE", "/models")}  # fmt: skip
-# not served yet: the reasoning control route and resumable streams
-PENDING = {
-    ("POST", "/v1/chat/completions/control"),
-    ("GET", "/v1/stream"),
-    ("DELETE", "/v1/stream"),
-    ("POST", "/v1/streams/lookup"),
-}
 
 
 def llama_server_routes() -> set[tuple[str, str]]:
@@ -44,11 +36,11 @@ def _served(app) -> set[tuple[str, str]]:
     return out
 
 
-def test_every_route_is_served_or_pending() -> None:
+def test_every_route_is_served() -> None:
     theirs = llama_server_routes()
     single = _served(create_app(Settings()))
     router = _served(create_router_app(Settings(router=True), []))
     missing_single = {r for r in theirs - ROUTER_ONLY if r not in single}
     missing_router = {r for r in theirs if r not in router}
-    assert missing_single == PENDING, "new in llama-server, or served now: update PENDING"
-    assert missing_router == PENDING
+    assert missing_single == set(), "new in llama-server: serve it"
+    assert missing_router == set()
