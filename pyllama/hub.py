@@ -320,6 +320,17 @@ def resolve(name: str, hf_file: str = "") -> Path | None:
     return None
 
 
+def projector_beside(model: Path) -> Path | None:
+    """The projector the cache holds beside a cached model (what ``-hf`` loads with it,
+    llama-server's ``--mmproj-auto``); None for a file outside a snapshot."""
+    snapshot = next((p for p in model.parents if p.parent.name == "snapshots"), None)
+    if snapshot is None:
+        return None
+    files = _cached_files(snapshot)
+    best = find_best_mmproj(list(files), model.relative_to(snapshot).as_posix())
+    return files[best] if best else None
+
+
 def remove(name: str) -> bool:
     """Delete a model from the cache (llama.cpp's ``common_download_remove``): the whole
     repository without a tag; with one, the snapshot's files with that tag and the blobs

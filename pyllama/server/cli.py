@@ -258,6 +258,7 @@ def parse_args(
         sampling=sampling,
         mmproj=mmproj,
         mmproj_url=None if a.mmproj or a.mmproj_auto is False else a.mmproj_url,
+        mmproj_auto=a.mmproj_auto is not False,
         mmproj_offload=a.mmproj_offload is not False,
         mmproj_device=a.mmproj_device,
         image_min_tokens=a.image_min_tokens,

@@ -169,6 +169,7 @@ class Settings:
     # multimodal (--mmproj ...): a projector file for images and audio
     mmproj: str | None = None
     mmproj_url: str | None = None  # downloaded into the cache when the model loads
+    mmproj_auto: bool = True  # -hf: load the projector the repository has beside the model
     mmproj_offload: bool = True
     mmproj_device: str | None = None  # None: follows --device; "none": the CPU
     image_min_tokens: int = -1

@@ -126,7 +126,7 @@ class ServerState:
         drafting = draft_file is not None and s.spec_types != ["none"]
         draft = _core.Model(draft_file, **model_options(s, draft=True)) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
-        projector = self._load_projector(model, threads)
+        projector = self._load_projector(model, threads, path)
         core = _core.Engine(
             model,
             projector=projector,
@@ -195,14 +195,33 @@ class ServerState:
         self.serves_completions = core.serves_completions
         self._engine_core = core
 
-    def _load_projector(self, model: _core.Model, threads: int) -> _core.Projector | None:
-        """--mmproj (or --mmproj-url, downloaded once into the cache) for this model."""
+    def _load_projector(
+        self, model: _core.Model, threads: int, model_file: str
+    ) -> _core.Projector | None:
+        """--mmproj (or --mmproj-url, downloaded once into the cache, or the one that came
+        with an -hf model) for this model."""
         s = self.settings
         path = s.mmproj
         if path is None and s.mmproj_url:
             from pyllama.server.media.download import fetch_projector
 
             path = fetch_projector(s.mmproj_url, offline=s.offline)
+        if path is None and s.mmproj_auto and s.model is None and s.hf_repo:
+            from pyllama import hub
+
+            found = hub.projector_beside(Path(model_file))
+            if found is None:
+                return None
+            path = str(found)
+            if s.model_draft is not None or s.draft_hf_repo:
+                raise ValueError("--mmproj cannot be used with a draft model (--model-draft) yet")
+            log.info("loading the projector that came with %s: %s", s.hf_repo, path)
+            # found only now: what the command line check does for --mmproj (llama-server's
+            # warnings), before the engine and requests read these
+            for on, what in ((s.context_shift, "ctx_shift"), (s.cache_reuse, "cache_reuse")):
+                if on:
+                    log.warning("%s is not supported by multimodal, it will be disabled", what)
+            s.context_shift, s.cache_reuse = False, 0
         if path is None:
             return None
         check_model_file(path)
