@@ -1,6 +1,6 @@
 """Where the model file comes from when ``-m`` names none: ``-hf`` (the hub cache that
-llama.cpp shares, downloading into it unless ``--offline``), ``-mu`` (a URL, downloaded
-into the cache once), else the demo model. Runs on the loader thread."""
+llama.cpp shares, downloading into it unless ``--offline``), ``-dr`` (Docker Hub, see
+``docker_repo``), ``-mu`` (a URL, downloaded into the cache once), else the demo model. Runs on the loader thread."""
 
 from __future__ import annotations
 
@@ -39,6 +39,13 @@ def model_path(s: Settings) -> str:
         return s.model
     if s.hf_repo:
         return _hub(s.hf_repo, s.hf_file, s.offline, s.hf_token, "--hf-repo")
+    if s.docker_repo:
+        from pyllama.server.docker_repo import resolve
+
+        try:
+            return resolve(s.docker_repo, offline=s.offline)
+        except ValueError as e:
+            raise ModelFileError(str(e)) from e
     if s.model_url:
         from pyllama.server.media.download import fetch_url
 

@@ -111,6 +111,7 @@ class Settings:
     hf_file: str | None = None
     hf_token: str | None = None
     model_url: str | None = None
+    docker_repo: str | None = None  # -dr [<repo>/]<model>[:quant], from Docker Hub
     draft_hf_repo: str | None = None
     draft_hf_file: str | None = None
     alias: list[str] = field(default_factory=list)

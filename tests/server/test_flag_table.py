@@ -194,9 +194,6 @@ def test_every_option_parses(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 # refused on purpose, each with a message naming it (see the issue 20 note)
 REFUSED = [
-    # Docker Hub models: not supported by pyllama
-    "--docker-repo",
-    "-dr",
     # no RPC server answers at the address given
     "--rpc",
     # removed from llama.cpp: its error, naming the replacement

@@ -178,10 +178,9 @@ def _check_repo(flag: str, value: str) -> None:
 def hub_options(a: argparse.Namespace) -> dict[str, object]:
     """Settings fields; ValueError names a source pyllama cannot use."""
     if a.docker_repo:
-        raise ValueError(
-            f"--docker-repo {a.docker_repo}: Docker Hub models are not supported by "
-            "pyllama-server; download the GGUF file and pass it with -m, or use -hf"
-        )
+        from pyllama.server.docker_repo import split_docker_repo
+
+        split_docker_repo(a.docker_repo)
     for name, value in (("--hf-repo", a.hf_repo), ("--spec-draft-hf", a.draft_hf_repo)):
         if value:
             _check_repo(name, value)
@@ -190,6 +189,7 @@ def hub_options(a: argparse.Namespace) -> dict[str, object]:
         "hf_file": getattr(a, "hf_file", None),
         "hf_token": a.hf_token,
         "model_url": a.model_url,
+        "docker_repo": a.docker_repo,
         "draft_hf_repo": a.draft_hf_repo,
         "draft_hf_file": getattr(a, "draft_hf_file", None),
     }

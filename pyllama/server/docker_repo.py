@@ -1,0 +1,107 @@
+"""``-dr/--docker-repo [<repo>/]<model>[:quant]``: a GGUF from Docker Hub's model registry,
+as llama.cpp's ``common_docker_resolve_model``: ``ai/`` when no namespace is given, tag
+``latest`` by default, the image manifest's GGUF layer fetched into llama.cpp's cache file
+``<repo with _>_<tag>.gguf`` (``$LLAMA_CACHE``, else ``~/.cache/llama.cpp``) and checked
+against its sha256 digest. A file already there is used as it is (``--offline`` uses only
+that). ``$DOCKER_REGISTRY_URL``/``$DOCKER_AUTH_URL`` point at a mirror."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import uuid
+from pathlib import Path
+
+__all__ = ["cache_file", "resolve", "split_docker_repo"]
+
+REGISTRY = "https://registry-1.docker.io"
+AUTH = "https://auth.docker.io/token"
+_DIGEST = re.compile(r"^sha256:([a-fA-F0-9]{64})$")
+_MANIFESTS = (
+    "application/vnd.docker.distribution.manifest.v2+json,application/vnd.oci.image.manifest.v1+json"
+)
+
+
+def split_docker_repo(value: str) -> tuple[str, str]:
+    """(repository, tag): ``smollm2`` is ``ai/smollm2:latest``."""
+    repo, _, tag = value.partition(":")
+    if not repo:
+        raise ValueError(f"--docker-repo: expected [<repo>/]<model>[:quant], got '{value}'")
+    if "/" not in value:
+        repo = "ai/" + repo
+    return repo, tag or "latest"
+
+
+def llama_cache_directory() -> Path:
+    """llama.cpp's ``fs_get_cache_directory`` (Linux): where -dr and -mu files go."""
+    for var, sub in (("LLAMA_CACHE", ""), ("XDG_CACHE_HOME", "llama.cpp")):
+        base = os.environ.get(var)
+        if base:
+            return Path(base) / sub if sub else Path(base)
+    return Path.home() / ".cache" / "llama.cpp"
+
+
+def cache_file(repo: str, tag: str) -> Path:
+    return llama_cache_directory() / f"{repo.replace('/', '_')}_{tag}.gguf"
+
+
+def resolve(value: str, *, offline: bool) -> str:
+    """The local GGUF for ``value``, fetched first unless cached. ValueError says why not."""
+    repo, tag = split_docker_repo(value)
+    target = cache_file(repo, tag)
+    if target.is_file():
+        return str(target)
+    if offline:
+        raise ValueError(f"--docker-repo {value}: {target} is not in the cache and --offline")
+    import httpx
+
+    registry = os.environ.get("DOCKER_REGISTRY_URL", REGISTRY).rstrip("/")
+    try:
+        with httpx.Client(timeout=60.0, follow_redirects=True) as client:
+            auth = os.environ.get("DOCKER_AUTH_URL", AUTH)
+            token = client.get(
+                auth, params={"service": "registry.docker.io", "scope": f"repository:{repo}:pull"}
+            )
+            token.raise_for_status()
+            headers = {"Authorization": f"Bearer {token.json()['token']}"}
+            manifest = client.get(
+                f"{registry}/v2/{repo}/manifests/{tag}", headers={**headers, "Accept": _MANIFESTS}
+            )
+            if manifest.status_code != 200:
+                raise ValueError(f"Failed to get Docker manifest, HTTP code: {manifest.status_code}")
+            digest = _gguf_digest(manifest.json())
+            _fetch(client, f"{registry}/v2/{repo}/blobs/{digest}", headers, digest, target)
+    except (httpx.HTTPError, KeyError, TypeError) as e:
+        raise ValueError(f"--docker-repo {value}: download failed: {e}") from e
+    except ValueError as e:
+        raise ValueError(f"--docker-repo {value}: {e}") from e
+    return str(target)
+
+
+def _gguf_digest(manifest: dict) -> str:
+    for layer in manifest.get("layers") or []:
+        if "gguf" in str(layer.get("mediaType", "")):
+            digest = str(layer.get("digest", ""))
+            if not _DIGEST.match(digest):
+                raise ValueError(f"Invalid OCI digest format received in manifest: {digest}")
+            return digest.lower()
+    raise ValueError("No GGUF layer found in Docker manifest")
+
+
+def _fetch(client, url: str, headers: dict[str, str], digest: str, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
+    sha = hashlib.sha256()
+    try:
+        with client.stream("GET", url, headers=headers) as res:
+            res.raise_for_status()
+            with part.open("wb") as f:
+                for chunk in res.iter_bytes(1 << 20):
+                    sha.update(chunk)
+                    f.write(chunk)
+        if "sha256:" + sha.hexdigest() != digest:
+            raise ValueError(f"the downloaded blob does not match its digest {digest}")
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
