@@ -18,9 +18,7 @@ __all__ = ["cache_file", "resolve", "split_docker_repo"]
 REGISTRY = "https://registry-1.docker.io"
 AUTH = "https://auth.docker.io/token"
 _DIGEST = re.compile(r"^sha256:([a-fA-F0-9]{64})$")
-_MANIFESTS = (
-    "application/vnd.docker.distribution.manifest.v2+json,application/vnd.oci.image.manifest.v1+json"
-)
+_MANIFESTS = "application/vnd.docker.distribution.manifest.v2+json,application/vnd.oci.image.manifest.v1+json"
 
 
 def split_docker_repo(value: str) -> tuple[str, str]:
@@ -69,7 +67,9 @@ def resolve(value: str, *, offline: bool) -> str:
                 f"{registry}/v2/{repo}/manifests/{tag}", headers={**headers, "Accept": _MANIFESTS}
             )
             if manifest.status_code != 200:
-                raise ValueError(f"Failed to get Docker manifest, HTTP code: {manifest.status_code}")
+                raise ValueError(
+                    f"Failed to get Docker manifest, HTTP code: {manifest.status_code}"
+                )
             digest = _gguf_digest(manifest.json())
             _fetch(client, f"{registry}/v2/{repo}/blobs/{digest}", headers, digest, target)
     except (httpx.HTTPError, KeyError, TypeError) as e:

@@ -10,19 +10,21 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
 
-from helpers.servers import running_server
 from pyllama.server import docker_repo
+
+from helpers.servers import running_server
 
 BLOB = b"GGUF" + bytes(range(256)) * 64
 DIGEST = "sha256:" + hashlib.sha256(BLOB).hexdigest()
 
 
 class _Registry(BaseHTTPRequestHandler):
-    layers: list[dict] = []
+    layers: ClassVar[list[dict]] = []
 
     def log_message(self, *args: object) -> None:
         pass
