@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from pyllama.server.http.errors import APIError
-from pyllama.server.http.wire import SSE_HEADERS, sse_body
+from pyllama.server.http.wire import SSE_HEADERS, sse_body, sse_response
 from pyllama.server.streams.registry import StreamSessions
 from pyllama.server.streams.session import OffsetLost, StreamSession
 
@@ -33,12 +33,12 @@ def sse_reply(
     on_error: Callable[[APIError], bytes] | None = None,
     ping_s: float = -1,
 ) -> StreamingResponse:
-    body = sse_body(chunks, on_error, ping_s)
     conv_id = request.headers.get(CONV_HEADER, "")
     if not conv_id:
-        return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+        return sse_response(chunks, on_error, ping_s)
     sessions: StreamSessions = request.app.state.streams
     session = sessions.create_or_replace(conv_id)
+    body = sse_body(chunks, on_error, ping_s)
     sessions.produced_by(session, asyncio.create_task(_produce(session, body)))
     return read_session(session, 0)
 
