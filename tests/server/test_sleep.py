@@ -78,6 +78,21 @@ def test_running_generation_keeps_it_awake(sleepy):
     assert not _sleeping(sleepy)  # it only starts counting once the request has ended
 
 
+def test_a_resumable_stream_reads_while_asleep(sleepy):
+    headers = {**KEY, "X-Conversation-Id": "nap"}
+    body = {**BODY, "stream": True}
+    with http.stream("POST", sleepy + "/completion", json=body, headers=headers) as r:
+        whole = r.read()
+    _wait_asleep(sleepy)
+    again = http.get(sleepy + "/v1/stream", params={"conv_id": "nap"}, headers=KEY)
+    assert again.status_code == 200 and again.content == whole
+    found = http.post(
+        sleepy + "/v1/streams/lookup", json={"conversation_ids": ["nap"]}, headers=KEY
+    )
+    assert found.json()[0]["is_done"]
+    assert _sleeping(sleepy)  # the session lives beside the model: reading it wakes nothing
+
+
 @pytest.mark.parametrize(
     "path,body",
     [

@@ -3,7 +3,8 @@
 The middleware counts the requests that use the model (so a streamed response keeps the
 server awake until its last byte) and wakes the server before such a request runs. As in
 llama-server, health, props, models and metrics are answered while asleep without waking
-it, from what the state keeps (model facts, the engine's last metrics); unknown paths,
+it, from what the state keeps (model facts, the engine's last metrics), and so are the
+resumable stream routes; unknown paths,
 wrong methods and preflights do not wake it either. It sits inside auth, so a request
 without a valid key never loads the model.
 """
@@ -20,8 +21,16 @@ from pyllama.server.state import ServerState
 __all__ = ["WakeMiddleware"]
 
 _READ_ONLY = frozenset(
-    ("GET", path)
-    for path in ("/health", "/v1/health", "/props", "/models", "/v1/models", "/metrics")
+    [
+        *(
+            ("GET", path)
+            for path in ("/health", "/v1/health", "/props", "/models", "/v1/models", "/metrics")
+        ),
+        # resumable streams live beside the model: reading or stopping one needs no model
+        ("GET", "/v1/stream"),
+        ("DELETE", "/v1/stream"),
+        ("POST", "/v1/streams/lookup"),
+    ]
 )
 
 
