@@ -8,6 +8,8 @@ tag. A chat takes the tags from its template (llama-server's ``thinking_start_ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyllama import _core
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.settings import Settings
@@ -20,10 +22,13 @@ def reasoning_budget(
     settings: Settings,
     req: Sampling,
     tags: tuple[str, str] | None = None,
-    generation_prompt: str | None = None,
+    generation_prompt: Callable[[], str] | None = None,
+    lazy_grammar: bool = False,
 ) -> _core.ReasoningBudget:
-    """What the engine needs; left unarmed (no tags) when there is no thinking block to
-    count: the engine then builds no budget stage."""
+    """What the engine needs; left unarmed (no tags), so that the engine builds no budget
+    stage, when there is no block to count or nothing asks for the stage: a budget,
+    ``reasoning_control`` or a lazy grammar that must wait for the block's end (llama.cpp's
+    condition in ``common_sampler_init``). ``generation_prompt`` is only called when armed."""
     rb = _core.ReasoningBudget()
     if tags is not None:
         start, ends = tags[0], [tags[1]]
@@ -40,13 +45,15 @@ def reasoning_budget(
         budget = req.thinking_budget_tokens
     if budget is None or budget == -1:
         budget = settings.reasoning_budget
+    if budget < 0 and not req.reasoning_control and not lazy_grammar:
+        return rb
     message = req.reasoning_budget_message
     if message is None:
         message = settings.reasoning_budget_message
     rb.start = model.tokenize(start.strip(), False, True)
     rb.end = [model.tokenize(e.strip(), False, True) for e in ends]
     rb.forced = (model.tokenize(message, False, True) if message else []) + rb.end[0]
-    prompt = req.generation_prompt if generation_prompt is None else generation_prompt
+    prompt = req.generation_prompt if generation_prompt is None else generation_prompt()
     rb.prefill = _prefill(model, prompt or "")
     rb.budget = budget
     rb.control = req.reasoning_control

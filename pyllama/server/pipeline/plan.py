@@ -5,7 +5,7 @@ that speaks chat (OpenAI chat, Anthropic, Responses, Ollama)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,8 @@ class ChatPlan:
     reasoning: str = "none"  # effective reasoning format; "none": left in the content
     opened: bool = False  # the prompt opened a think block
     thinking: tuple[str, str] | None = None  # the template's thinking tags (start, end)
-    generation_prompt: str = ""  # what the prompt adds after the messages (the budget's prefill)
+    # the messages rendered without the generation prompt (only a reasoning budget needs it)
+    render_bare: Callable[[], str] | None = None
 
     def message(self, text: str) -> tuple[dict[str, Any], list[ToolCall]]:
         """The assistant message for a whole reply, and its tool calls."""
@@ -74,6 +75,12 @@ class ChatPlan:
         if calls:
             msg["tool_calls"] = [c.to_openai() for c in calls]
         return msg, calls
+
+    def generation_prompt(self) -> str:
+        """llama.cpp's: what the prompt adds after the messages (the budget's prefill)."""
+        if self.render_bare is None:
+            return ""
+        return self.prompt[_common_prefix(self.render_bare(), self.prompt) :]
 
     def deltas(self) -> ChatDeltas:
         return ChatDeltas(self)
@@ -183,13 +190,13 @@ def plan_chat(
         raise APIError(400, f"reasoning_format must be one of {', '.join(FORMATS)}")
     # the tags the reply parser knows; --skip-chat-parsing leaves everything in the content
     thinks = tags == (START, END) and not state.settings.skip_chat_parsing
-    generation_prompt = ""
-    if tags is not None:  # llama.cpp's: the rendering's tail that the messages alone lack
+
+    def render_bare() -> str:
         try:
-            bare = template.render(msgs, add_generation_prompt=False, tools=render_tools, **extra)
+            return template.render(msgs, add_generation_prompt=False, tools=render_tools, **extra)
         except ChatTemplateError as e:
             raise APIError(400, str(e)) from e
-        generation_prompt = prompt[_common_prefix(bare, prompt) :]
+
     plan = ChatPlan(
         messages=msgs,
         prompt=prompt,
@@ -199,7 +206,7 @@ def plan_chat(
         reasoning=rf if thinks else "none",
         opened=thinks and thinking_open(prompt),
         thinking=tags,
-        generation_prompt=generation_prompt,
+        render_bare=render_bare if tags is not None else None,
     )
     markers = [m for m in (fmt.start, fmt.end) if m] if fmt is not None else []
     if thinks:

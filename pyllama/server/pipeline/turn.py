@@ -218,7 +218,12 @@ async def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         stop=call.stop,
         cmpl_id=call.cmpl_id,
         reasoning=reasoning_budget(
-            state.require()[0], state.settings, call.sampling, plan.thinking, plan.generation_prompt
+            state.require()[0],
+            state.settings,
+            call.sampling,
+            plan.thinking,
+            plan.generation_prompt,
+            lazy_grammar=bool(plan.trigger_patterns),
         ),
     )
     prompt = plan.media if plan.media is not None else plan.tokens
