@@ -84,8 +84,10 @@ def _ollama(c: ollama.Client) -> None:
 
 
 def test_embeddings_and_chat_at_once(both: str) -> None:
-    """Both kinds in flight together: each decode is one kind; the vectors are exact, the
-    chats complete (greedy text may differ in a late near-tie: batch shapes differ)."""
+    """Both kinds in flight together: each decode is one kind; the vectors are exact and the
+    chats run to their length. Their greedy text is not compared with the lone chat's: an
+    embedding engine uses the unified KV cache, where a row's logits depend on what shares
+    its batch (llama-server --kv-unified -np 2 flips this prompt's third token as well)."""
     import concurrent.futures as cf
 
     def chat() -> str:
@@ -95,7 +97,10 @@ def test_embeddings_and_chat_at_once(both: str) -> None:
             timeout=120,
         )
         assert r.status_code == 200, r.text
-        return r.json()["choices"][0]["message"]["content"]
+        body = r.json()
+        assert body["choices"][0]["finish_reason"] == "length"
+        assert body["usage"]["completion_tokens"] == 16
+        return body["choices"][0]["message"]["content"]
 
     def embed() -> list[float]:
         r = httpx.post(both + "/v1/embeddings", json={"input": "red"}, timeout=120)
@@ -106,7 +111,7 @@ def test_embeddings_and_chat_at_once(both: str) -> None:
     with cf.ThreadPoolExecutor(4) as pool:
         chats = [pool.submit(chat) for _ in range(2)]
         embds = [pool.submit(embed) for _ in range(4)]
-        assert all(f.result()[:20] == alone_chat[:20] for f in chats)
+        assert all(f.result() and alone_chat for f in chats)
         assert all(f.result() == pytest.approx(alone_embd, abs=1e-4) for f in embds)
 
 
