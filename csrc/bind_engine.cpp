@@ -107,6 +107,27 @@ void register_engine(py::module_ & m) {
         .def_readwrite("budget", &ReasoningBudget::budget, "tokens allowed in the block; -1: no limit")
         .def_readwrite("control", &ReasoningBudget::control, "Engine.control may end the block");
 
+    py::class_<engine::NgramMap>(m, "NgramMap", "ngram-simple / ngram-map-k / ngram-map-k4v sizes.")
+        .def(py::init<>())
+        .def_readwrite("size_n", &engine::NgramMap::size_n, "the n-gram looked up (default 12)")
+        .def_readwrite("size_m", &engine::NgramMap::size_m, "the m-gram drafted after it (default 48)")
+        .def_readwrite("min_hits", &engine::NgramMap::min_hits, "times seen before it is drafted (default 1)");
+
+    py::class_<engine::NgramSpec>(m, "NgramSpec",
+                                  "n-gram self-speculation (llama-server's --spec-type ngram-* and sizes).")
+        .def(py::init<>())
+        .def_readwrite("types", &engine::NgramSpec::types,
+                       "ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache; the first that drafts wins")
+        .def_readwrite("mod_n_match", &engine::NgramSpec::mod_n_match, "ngram-mod lookup length (default 24)")
+        .def_readwrite("mod_n_min", &engine::NgramSpec::mod_n_min, "ngram-mod: shorter drafts dropped (default 48)")
+        .def_readwrite("mod_n_max", &engine::NgramSpec::mod_n_max, "ngram-mod: longest draft (default 64)")
+        .def_readwrite("simple", &engine::NgramSpec::simple)
+        .def_readwrite("map_k", &engine::NgramSpec::map_k)
+        .def_readwrite("map_k4v", &engine::NgramSpec::map_k4v)
+        .def_readwrite("lookup_cache_static", &engine::NgramSpec::lookup_cache_static, "ngram-cache: static cache file")
+        .def_readwrite("lookup_cache_dynamic", &engine::NgramSpec::lookup_cache_dynamic,
+                       "ngram-cache: dynamic cache file (read, never written)");
+
     py::class_<TaskParams>(m, "TaskParams", "One request for the engine: tokens in, events out.")
         .def(py::init<>())
         .def_readwrite("kind", &TaskParams::kind)
@@ -190,7 +211,8 @@ void register_engine(py::module_ & m) {
                          std::pair<int32_t, int32_t> control_vector_layers, bool warmup, int32_t draft_threads,
                          int32_t draft_threads_batch, std::optional<CpuParams> draft_cpu,
                          std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
-                         std::string draft_type_v, bool perf, int32_t n_ctx_slot_max) {
+                         std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
+                         std::optional<engine::NgramSpec> ngram) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -244,6 +266,7 @@ void register_engine(py::module_ & m) {
                  p.draft_cpu_batch = std::move(draft_cpu_batch);
                  p.draft_type_k = std::move(draft_type_k);
                  p.draft_type_v = std::move(draft_type_v);
+                 if (ngram) p.ngram = std::move(*ngram);
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -270,6 +293,7 @@ void register_engine(py::module_ & m) {
              py::arg("draft_threads") = -1, py::arg("draft_threads_batch") = -1,
              py::arg("draft_cpu") = std::optional<CpuParams>{}, py::arg("draft_cpu_batch") = std::optional<CpuParams>{},
              py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false, py::arg("n_ctx_slot_max") = 0,
+             py::arg("ngram") = std::optional<engine::NgramSpec>{},
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start.")

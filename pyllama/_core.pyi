@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'NgramMap', 'NgramSpec', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class CpuParams:
@@ -791,6 +791,93 @@ class ReasoningBudget:
     @start.setter
     def start(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
         ...
+class NgramMap:
+    """
+    ngram-simple / ngram-map-k / ngram-map-k4v sizes.
+    """
+    def __init__(self) -> None:
+        ...
+    @property
+    def min_hits(self) -> int:
+        """
+        times seen before it is drafted (default 1)
+        """
+    @min_hits.setter
+    def min_hits(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def size_m(self) -> int:
+        """
+        the m-gram drafted after it (default 48)
+        """
+    @size_m.setter
+    def size_m(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def size_n(self) -> int:
+        """
+        the n-gram looked up (default 12)
+        """
+    @size_n.setter
+    def size_n(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+class NgramSpec:
+    """
+    n-gram self-speculation (llama-server's --spec-type ngram-* and sizes).
+    """
+    map_k: NgramMap
+    map_k4v: NgramMap
+    simple: NgramMap
+    def __init__(self) -> None:
+        ...
+    @property
+    def lookup_cache_dynamic(self) -> str:
+        """
+        ngram-cache: dynamic cache file (read, never written)
+        """
+    @lookup_cache_dynamic.setter
+    def lookup_cache_dynamic(self, arg0: str) -> None:
+        ...
+    @property
+    def lookup_cache_static(self) -> str:
+        """
+        ngram-cache: static cache file
+        """
+    @lookup_cache_static.setter
+    def lookup_cache_static(self, arg0: str) -> None:
+        ...
+    @property
+    def mod_n_match(self) -> int:
+        """
+        ngram-mod lookup length (default 24)
+        """
+    @mod_n_match.setter
+    def mod_n_match(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def mod_n_max(self) -> int:
+        """
+        ngram-mod: longest draft (default 64)
+        """
+    @mod_n_max.setter
+    def mod_n_max(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def mod_n_min(self) -> int:
+        """
+        ngram-mod: shorter drafts dropped (default 48)
+        """
+    @mod_n_min.setter
+    def mod_n_min(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def types(self) -> list[str]:
+        """
+        ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache; the first that drafts wins
+        """
+    @types.setter
+    def types(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
 class TaskParams:
     """
     One request for the engine: tokens in, events out.
@@ -993,7 +1080,7 @@ class Engine:
     """
     Continuous batching over n_parallel slots on a C++ thread.
     """
-    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], cache_ram_mib: typing.SupportsInt | typing.SupportsIndex = 0, cache_idle_slots: bool = True, verbose: bool = False, projector: Projector = None, offload_kqv: bool = True, op_offload: bool = True, swa_full: bool = True, rope_scaling_type: typing.SupportsInt | typing.SupportsIndex = -1, rope_freq_base: typing.SupportsFloat | typing.SupportsIndex = 0.0, rope_freq_scale: typing.SupportsFloat | typing.SupportsIndex = 0.0, yarn_ext_factor: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_attn_factor: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_beta_fast: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_beta_slow: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_orig_ctx: typing.SupportsInt | typing.SupportsIndex = 0, cpu: CpuParams = ..., cpu_batch: CpuParams | None = None, control_vectors: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], control_vector_layers: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] = (0, 0), warmup: bool = True, draft_threads: typing.SupportsInt | typing.SupportsIndex = -1, draft_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, draft_cpu: CpuParams | None = None, draft_cpu_batch: CpuParams | None = None, draft_type_k: str = '', draft_type_v: str = '', perf: bool = False, n_ctx_slot_max: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def __init__(self, model: Model, *, n_parallel: typing.SupportsInt | typing.SupportsIndex = 1, n_ctx: typing.SupportsInt | typing.SupportsIndex = 4096, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', kv_unified: bool = False, max_queue: typing.SupportsInt | typing.SupportsIndex = 256, slot_prompt_similarity: typing.SupportsFloat | typing.SupportsIndex = 0.10000000149011612, context_shift: bool = False, n_keep: typing.SupportsInt | typing.SupportsIndex = 0, lora: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], draft_model: Model = None, spec_n_max: typing.SupportsInt | typing.SupportsIndex = 3, spec_n_min: typing.SupportsInt | typing.SupportsIndex = 0, spec_p_min: typing.SupportsFloat | typing.SupportsIndex = 0.0, spec_synth_probs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], cache_ram_mib: typing.SupportsInt | typing.SupportsIndex = 0, cache_idle_slots: bool = True, verbose: bool = False, projector: Projector = None, offload_kqv: bool = True, op_offload: bool = True, swa_full: bool = True, rope_scaling_type: typing.SupportsInt | typing.SupportsIndex = -1, rope_freq_base: typing.SupportsFloat | typing.SupportsIndex = 0.0, rope_freq_scale: typing.SupportsFloat | typing.SupportsIndex = 0.0, yarn_ext_factor: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_attn_factor: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_beta_fast: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_beta_slow: typing.SupportsFloat | typing.SupportsIndex = -1.0, yarn_orig_ctx: typing.SupportsInt | typing.SupportsIndex = 0, cpu: CpuParams = ..., cpu_batch: CpuParams | None = None, control_vectors: collections.abc.Sequence[tuple[str, typing.SupportsFloat | typing.SupportsIndex]] = [], control_vector_layers: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] = (0, 0), warmup: bool = True, draft_threads: typing.SupportsInt | typing.SupportsIndex = -1, draft_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, draft_cpu: CpuParams | None = None, draft_cpu_batch: CpuParams | None = None, draft_type_k: str = '', draft_type_v: str = '', perf: bool = False, n_ctx_slot_max: typing.SupportsInt | typing.SupportsIndex = 0, ngram: NgramSpec | None = None) -> None:
         """
         Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start.
         """

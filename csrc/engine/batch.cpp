@@ -38,7 +38,6 @@ bool Engine::eval_media(Slot & s) {
 }
 
 bool Engine::step() {
-    if (dctx_) draft_all();
     if (projector_) {
         for (auto & s : slots_) {
             while (s->state == Slot::State::Prompt && eval_media(*s)) {}
@@ -63,6 +62,14 @@ bool Engine::step() {
         s->i_batch = -1;
         s->chunk = 0;
         s->fed = false;
+        s->draft.clear();
+        s->draft_ngram = false;
+    }
+    // drafts for the generating slots, unless this step is an embedding one: n-gram first,
+    // then the draft model for slots still without one (llama.cpp's order)
+    if (!(mixed_ && embd_step)) {
+        if (ngram_) ngram_draft_all();
+        if (dctx_) draft_all();
     }
     // 1. one sampled token per generating slot: decoding never waits behind prompts
     //    (with its draft tokens, if any, each with logits for verification)
@@ -74,7 +81,7 @@ bool Engine::step() {
         const auto room = static_cast<size_t>(std::max(0, n_batch - batch_->size()));
         if (s->draft.size() > room) s->draft.resize(room);
         for (size_t i = 0; i < s->draft.size(); ++i) {
-            batch_->add(s->draft[i], static_cast<llama_pos>(s->n_past + 1 + i), {s->id}, true);
+            batch_->add(s->draft[i], s->pos(s->n_past + 1 + i), {s->id}, true);
         }
         ++busy;
     }
@@ -167,8 +174,10 @@ bool Engine::step() {
                 c->t_prompt_done = s->t_prompt_done;
                 c->parent = nullptr;
                 c->state = Slot::State::Generating;
+                ngram_begin(*c);
                 sample_slot(*c, s->i_batch);
             }
+            ngram_begin(*s);
             sample_slot(*s, s->i_batch);
         } else if (s->fed) {
             s->cache.push_back(s->sampled);

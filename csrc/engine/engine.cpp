@@ -66,8 +66,12 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
         prompt_cache_ = std::make_unique<PromptCache>(bytes, ctx_->n_ctx());
         if (p.cache_idle_slots) trace("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__");
     }
-    if (!p.draft && !p.spec_synth_probs.empty()) {
-        throw std::invalid_argument("synthetic acceptance needs a draft model");
+    if (!p.ngram.types.empty()) {
+        if (!serves_completions()) throw std::invalid_argument("n-gram speculation is for completions, not embeddings");
+        ngram_ = make_ngram_drafter(p.ngram);
+    }
+    if (!p.draft && !ngram_ && !p.spec_synth_probs.empty()) {
+        throw std::invalid_argument("synthetic acceptance needs a speculative decoder (a draft model or --spec-type)");
     }
     if (p.draft) {
         if (embeddings_) throw std::invalid_argument("a draft model is for completions, not embeddings");
@@ -77,9 +81,6 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
         if (llama_vocab_type(p.draft->vocab()) != llama_vocab_type(model_->vocab()) ||
             p.draft->n_vocab() != model_->n_vocab()) {
             throw std::invalid_argument("the draft model's vocabulary does not match the model's");
-        }
-        if (!p.spec_synth_probs.empty() && p.spec_synth_probs.size() != static_cast<size_t>(p.spec_n_max)) {
-            throw std::invalid_argument("speculative: one synthetic acceptance rate per drafted token");
         }
         ContextParams dp = cp;
         if (p.draft_threads > 0) dp.n_threads = p.draft_threads;

@@ -26,6 +26,7 @@
 #include "core/model.hpp"
 #include "core/projector.hpp"
 #include "core/sampler.hpp"
+#include "engine/ngram.hpp"
 #include "engine/prompt_cache.hpp"
 #include "engine/task.hpp"
 #include "engine/text_stream.hpp"
@@ -65,6 +66,8 @@ struct EngineParams {
     // that draft position i is accepted given i-1 was, whatever the target samples;
     // empty: drafts are verified against the target
     std::vector<double> spec_synth_probs;
+    // n-gram self-speculation (--spec-type ngram-*), tried before the draft model
+    NgramSpec ngram;
     // host-memory prompt cache (llama-server's --cache-ram, MiB; 0: off, -1: no limit) and
     // --cache-idle-slots: on each new task, idle slots are saved there (and, with a unified
     // KV cache, cleared to give the room to busy ones)
@@ -196,6 +199,11 @@ private:
     void cache_idle_slots();  // --cache-idle-slots, after a task was placed
     void trace(const char * what) const;
     void draft_all();                // speculative: draft tokens for generating slots
+    int32_t draft_room(const Slot & slot) const;  // most draft tokens the slot may take now
+    std::unique_ptr<common_speculative, NgramDrafterFree> make_ngram_drafter(const NgramSpec & p) const;
+    void ngram_begin(const Slot & slot);  // a generation starts: index its prompt
+    void ngram_draft_all();               // n-gram drafts for generating slots
+    void ngram_accept(const Slot & slot, size_t n_accepted);
     void verify_draft(Slot & slot);  // after sampling the first row: accept matching drafts
     void apply_lora(const std::vector<float> & scales);
     void finish_embedding(Slot & slot);
@@ -208,6 +216,7 @@ private:
     std::unique_ptr<Context> ctx_;
     std::shared_ptr<Projector> projector_;
     std::unique_ptr<Context> dctx_;  // draft model context (speculative decoding), or null
+    std::unique_ptr<common_speculative, NgramDrafterFree> ngram_;  // n-gram drafters, or null
     std::unique_ptr<PromptCache> prompt_cache_;  // --cache-ram, or null
     std::unique_ptr<Batch> dbatch_;
     int32_t n_ctx_slot_ = 0;

@@ -53,6 +53,7 @@ struct Engine::Slot {
     bool fed = false;       // its sampled token is in the current batch
     // speculative decoding: the draft context holds cache[0, d_past) for this sequence
     std::vector<llama_token> draft;  // drafted tokens placed after `sampled` in this step
+    bool draft_ngram = false;        // `draft` came from the n-gram drafters, not the draft model
     size_t d_past = 0;
     size_t d_end = 0;  // positions the draft context decoded up to in the last drafting
     int32_t n_draft = 0, n_draft_accepted = 0;  // this task's, for its timings

@@ -1,4 +1,5 @@
-// Speculative decoding with a draft model (llama-server's draft-simple).
+// Speculative decoding with a draft model (llama-server's draft-simple), and the
+// verification of any draft (a draft model's or the n-gram drafters', ngram.cpp).
 //
 // The draft context has one sequence per slot, at the same positions as the target's.
 // Before each step, every generating slot that may draft feeds the draft what it has not
@@ -45,6 +46,18 @@ llama_token pick(const float * logits, int32_t n_vocab, float & p_top) {
 
 }  // namespace
 
+// Room: sampled + drafts must stay inside the slot's context (one cell spare, as
+// llama-server), drafting past n_predict is wasted work, the request may cap it
+// (speculative.n_max) and synthetic acceptance has a rate per position.
+int32_t Engine::draft_room(const Slot & s) const {
+    const TaskParams & tp = s.task->params;
+    int32_t n = n_ctx_slot_ - static_cast<int32_t>(s.n_past) - 2;
+    if (tp.n_predict > 0) n = std::min(n, tp.n_predict - s.n_decoded - 1);
+    if (tp.spec_n_max >= 0) n = std::min(n, tp.spec_n_max);
+    if (!params_.spec_synth_probs.empty()) n = std::min(n, static_cast<int32_t>(params_.spec_synth_probs.size()));
+    return n;
+}
+
 void Engine::draft_all() {
     const auto n_vocab = static_cast<int32_t>(cur_.size());
     const auto n_batch = static_cast<int32_t>(dctx_->n_batch());
@@ -52,15 +65,10 @@ void Engine::draft_all() {
     std::vector<int32_t> cap, n_min;
     std::vector<float> p_min;
     for (auto & s : slots_) {
-        s->draft.clear();
-        if (s->state != Slot::State::Generating) continue;
+        // a slot the n-gram drafters served this step is left alone
+        if (s->state != Slot::State::Generating || !s->draft.empty()) continue;
         const TaskParams & tp = s->task->params;
-        int32_t n = tp.spec_n_max >= 0 ? tp.spec_n_max : params_.spec_n_max;
-        // room: sampled + drafts must stay inside the slot's context, and drafting past
-        // n_predict is wasted work
-        n = std::min(n, n_ctx_slot_ - static_cast<int32_t>(s->n_past) - 2);
-        if (tp.n_predict > 0) n = std::min(n, tp.n_predict - s->n_decoded - 1);
-        if (!params_.spec_synth_probs.empty()) n = std::min(n, static_cast<int32_t>(params_.spec_synth_probs.size()));
+        const int32_t n = std::min(draft_room(*s), tp.spec_n_max >= 0 ? tp.spec_n_max : params_.spec_n_max);
         const int32_t lo = tp.spec_n_min >= 0 ? tp.spec_n_min : params_.spec_n_min;
         if (n <= 0 || n < lo) continue;
         drafting.push_back(s.get());
@@ -141,6 +149,8 @@ void Engine::verify_draft(Slot & s) {
     std::uniform_real_distribution<double> coin(0.0, 1.0);
     int32_t row = s.i_batch;
     size_t accepted = 0;
+    // counted as they happen: the sample that ends the task sends its timings
+    s.n_draft += static_cast<int32_t>(draft.size());
     while (true) {
         llama_token forced = -1;
         bool last = accepted >= draft.size();
@@ -158,13 +168,18 @@ void Engine::verify_draft(Slot & s) {
         s.cache.push_back(draft[accepted]);
         s.n_past++;
         ++accepted;
+        ++s.n_draft_accepted;
         ++row;
     }
     // the target's KV beyond what was accepted holds rejected drafts
-    ctx_->seq_rm(s.id, static_cast<llama_pos>(s.cache.size()), -1);
-    s.d_past = std::min(s.d_end, s.cache.size());
-    s.n_draft += static_cast<int32_t>(draft.size());
-    s.n_draft_accepted += static_cast<int32_t>(accepted);
+    ctx_->seq_rm(s.id, s.pos(s.cache.size()), -1);
+    if (s.draft_ngram) {
+        // the draft model's context did not see this step: it catches up next time
+        ngram_accept(s, accepted);
+        s.draft_ngram = false;
+    } else {
+        s.d_past = std::min(s.d_end, s.cache.size());
+    }
     std::lock_guard<std::mutex> lk(pub_mu_);
     metrics_.n_draft_tokens += draft.size();
     metrics_.n_draft_accepted += accepted;

@@ -20,8 +20,8 @@ from pyllama.server.flags.hub import hub_options
 from pyllama.server.flags.logs import log_options
 from pyllama.server.flags.model import model_options
 from pyllama.server.flags.sampling import sampling_defaults
-from pyllama.server.flags.speculative import draft_options
-from pyllama.server.settings import GcpSettings, Settings
+from pyllama.server.flags.speculative import draft_options, ngram_options
+from pyllama.server.settings import GcpSettings, NgramOptions, Settings
 
 __all__ = ["main", "parse_args"]
 
@@ -178,7 +178,7 @@ def parse_args(
         gcp = GcpSettings.from_env(environ)
     except ValueError:
         parser.error(f"AIP_HTTP_PORT must be a port number, got {environ.get('AIP_HTTP_PORT')!r}")
-    spec_types, synth = _speculative(parser, a)
+    spec_types, synth, ngram = _speculative(parser, a)
     mmproj = _multimodal(parser, a)
     try:
         sampling = sampling_defaults(a)
@@ -270,6 +270,7 @@ def parse_args(
         spec_draft_n_min=a.spec_draft_n_min,
         spec_draft_p_min=a.spec_draft_p_min,
         spec_types=spec_types,
+        ngram=ngram,
         spec_synth_probs=synth,
         max_queue=a.max_queue,
         max_body_bytes=a.max_body_bytes,
@@ -367,21 +368,26 @@ def _multimodal(parser: argparse.ArgumentParser, a: argparse.Namespace) -> str |
     return a.mmproj
 
 
-def _speculative(parser: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[list, list]:
-    """--spec-type and synthetic acceptance, checked as llama-server checks them."""
+def _speculative(
+    parser: argparse.ArgumentParser, a: argparse.Namespace
+) -> tuple[list[str], list[float], NgramOptions]:
+    """--spec-type, the n-gram drafters' options and synthetic acceptance, checked as
+    llama-server checks them."""
+    has_draft = (a.model_draft or a.draft_hf_repo) is not None
     try:
         types = spec.parse_types(a.spec_type) if a.spec_type else []
+        ngram = ngram_options(a)
         rates = None
         if a.spec_synth_rates is not None:
             rates = [float(v) for v in a.spec_synth_rates.split(",")]
-        drafting = (a.model_draft or a.draft_hf_repo) is not None and types != ["none"]
-        n_max = a.spec_draft_n_max if drafting else 0
+        enabled = types or (["draft-simple"] if has_draft else [])
+        n_max = spec.n_max(enabled, a.spec_draft_n_max, ngram.longest_drafts())
         synth = spec.synth_rates(n_max, a.spec_synth_len, rates)
     except ValueError as e:
         parser.error(f"speculative decoding: {e}")
-    if "draft-simple" in types and a.model_draft is None and a.draft_hf_repo is None:
+    if "draft-simple" in types and not has_draft:
         parser.error("--spec-type draft-simple needs a draft model (--model-draft)")
-    return types, spec.conditional_probs(synth)
+    return types, spec.conditional_probs(synth), ngram
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,8 +10,9 @@ from typing import Any
 
 from pyllama import _core
 from pyllama.server.settings import CpuPlacement, Settings
+from pyllama.server.speculative import NGRAM_TYPES
 
-__all__ = ["apply_fit", "engine_options", "model_options", "process_options"]
+__all__ = ["apply_fit", "engine_options", "model_options", "ngram_spec", "process_options"]
 
 log = logging.getLogger("pyllama.server")
 ROPE_SCALING = {None: -1, "none": 0, "linear": 1, "yarn": 2}
@@ -80,6 +81,24 @@ def engine_options(s: Settings) -> dict[str, Any]:
         draft_type_v=c.draft_cache_type_v,
         n_ctx_slot_max=s.kv_unified_per_slot or 0,
     )
+
+
+def ngram_spec(s: Settings) -> _core.NgramSpec | None:
+    """The n-gram drafters for ``_core.Engine`` (--spec-type ngram-*), or None."""
+    types = [t for t in s.spec_types if t in NGRAM_TYPES]
+    if not types:
+        return None
+    o = s.ngram
+    spec = _core.NgramSpec()
+    spec.types = types
+    spec.mod_n_match, spec.mod_n_min, spec.mod_n_max = o.mod_n_match, o.mod_n_min, o.mod_n_max
+    for name, sizes in (("simple", o.simple), ("map_k", o.map_k), ("map_k4v", o.map_k4v)):
+        m = _core.NgramMap()
+        m.size_n, m.size_m, m.min_hits = sizes
+        setattr(spec, name, m)
+    spec.lookup_cache_static = o.lookup_cache_static
+    spec.lookup_cache_dynamic = o.lookup_cache_dynamic
+    return spec
 
 
 def process_options(s: Settings) -> None:

@@ -14,6 +14,7 @@ __all__ = [
     "GcpSettings",
     "LoadOptions",
     "LogOptions",
+    "NgramOptions",
     "Settings",
 ]
 
@@ -53,6 +54,31 @@ class CpuPlacement:
     strict: int = 0
     priority: int = 0
     poll: int = 50
+
+
+@dataclass(frozen=True)
+class NgramOptions:
+    """The n-gram drafters' sizes (--spec-ngram-*) and ngram-cache's files (-lcs, -lcd);
+    each map is (n-gram looked up, m-gram drafted, hits needed)."""
+
+    mod_n_match: int = 24
+    mod_n_min: int = 48
+    mod_n_max: int = 64
+    simple: tuple[int, int, int] = (12, 48, 1)
+    map_k: tuple[int, int, int] = (12, 48, 1)
+    map_k4v: tuple[int, int, int] = (12, 48, 1)
+    lookup_cache_static: str = ""
+    lookup_cache_dynamic: str = ""
+
+    def longest_drafts(self) -> dict[str, int]:
+        """Each kind's longest draft (ngram-cache drafts 8 at most, as in llama.cpp)."""
+        return {
+            "ngram-simple": self.simple[1],
+            "ngram-map-k": self.map_k[1],
+            "ngram-map-k4v": self.map_k4v[1],
+            "ngram-mod": self.mod_n_max,
+            "ngram-cache": 8,
+        }
 
 
 @dataclass
@@ -184,6 +210,7 @@ class Settings:
     cache_ram_mib: int = 8192  # --cache-ram (llama-server's default)
     cache_idle_slots: bool = True
     spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: draft-simple with -md
+    ngram: NgramOptions = field(default_factory=NgramOptions)  # for --spec-type ngram-*
     spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off
     max_queue: int = 256  # requests waiting for a slot before 503
     max_body_bytes: int = 64 << 20  # larger request bodies get 413

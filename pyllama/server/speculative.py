@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SUPPORTED_TYPES", "conditional_probs", "parse_types", "synth_rates"]
+__all__ = [
+    "NGRAM_TYPES",
+    "SUPPORTED_TYPES",
+    "conditional_probs",
+    "n_max",
+    "parse_types",
+    "synth_rates",
+    "uses_draft_model",
+]
 
-# llama.cpp's names; pyllama implements the draft-model kind
+# llama.cpp's names
 KNOWN_TYPES = (
     "none",
     "draft-simple",
@@ -22,11 +30,14 @@ KNOWN_TYPES = (
     "ngram-mod",
     "ngram-cache",
 )
-SUPPORTED_TYPES = ("none", "draft-simple")
+NGRAM_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+# the EAGLE3 / MTP / DFlash kinds need their own draft-head architectures
+SUPPORTED_TYPES = ("none", "draft-simple", *NGRAM_TYPES)
 
 
 def parse_types(value: str) -> list[str]:
-    """A comma-separated ``--spec-type``; ``none`` anywhere means no speculation."""
+    """A comma-separated ``--spec-type``. As in llama.cpp, ``none`` adds nothing: the list
+    is the other names, or ``["none"]`` (no speculation) when it names nothing else."""
     names = [v.strip() for v in value.split(",") if v.strip()]
     for name in names:
         if name not in KNOWN_TYPES:
@@ -36,7 +47,26 @@ def parse_types(value: str) -> list[str]:
                 f"speculative type {name} is not supported by pyllama-server "
                 f"(supported: {', '.join(SUPPORTED_TYPES)})"
             )
-    return ["none"] if "none" in names else names
+    kinds = list(dict.fromkeys(n for n in names if n != "none"))
+    return kinds or ["none"]
+
+
+def uses_draft_model(types: list[str]) -> bool:
+    """Whether a draft model (-md) drafts: no --spec-type given, or draft-simple named."""
+    return not types or "draft-simple" in types
+
+
+def n_max(types: list[str], draft_n_max: int, ngram_sizes: dict[str, int]) -> int:
+    """The longest draft the enabled decoders make (llama.cpp's common_speculative_n_max):
+    synthetic acceptance has one rate per position up to it. ``ngram_sizes`` maps each
+    n-gram kind to its longest draft (m-gram size, ngram-mod's n_max, ngram-cache's 8)."""
+    out = 0
+    for t in types:
+        if t == "draft-simple":
+            out = max(out, draft_n_max)
+        elif t in ngram_sizes:
+            out = max(out, ngram_sizes[t])
+    return out
 
 
 def synth_rates(n_max: int, length: float | None, rates: list[float] | None) -> list[float]:

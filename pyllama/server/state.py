@@ -17,12 +17,14 @@ from pyllama import _core
 from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.model_file import check_model_file, load_failure, quiet_load
+from pyllama.server import speculative as spec
 from pyllama.server.http.errors import APIError
 from pyllama.server.load_params import (
     FLASH_ATTN,
     apply_fit,
     engine_options,
     model_options,
+    ngram_spec,
     process_options,
 )
 from pyllama.server.media.content import MediaRules, media_marker
@@ -44,6 +46,7 @@ class ServerState:
         self.projector: _core.Projector | None = None  # --mmproj
         self.media_marker = media_marker()
         self.modalities = {"vision": False, "audio": False, "video": False}
+        self.speculative = False  # a draft model or n-gram drafters serve the slots
         self.eog_tokens: list[int] = []
         self.engine: AsyncEngine | None = None
         self.template: ChatTemplate | None = None
@@ -123,7 +126,7 @@ class ServerState:
         model = _core.Model(path, **placement)
         n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()
-        drafting = draft_file is not None and s.spec_types != ["none"]
+        drafting = draft_file is not None and spec.uses_draft_model(s.spec_types)
         draft = _core.Model(draft_file, **model_options(s, draft=True)) if drafting else None
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         projector = self._load_projector(model, threads, path)
@@ -152,6 +155,7 @@ class ServerState:
             spec_n_min=s.spec_draft_n_min,
             spec_p_min=s.spec_draft_p_min,
             spec_synth_probs=s.spec_synth_probs,
+            ngram=ngram_spec(s),
             cache_ram_mib=s.cache_ram_mib,
             cache_idle_slots=s.cache_idle_slots,
             verbose=s.verbose,
@@ -169,6 +173,7 @@ class ServerState:
             core.set_lora_scales(self._lora_scales)
         self.model = model
         self.projector = projector
+        self.speculative = drafting or any(t in spec.NGRAM_TYPES for t in s.spec_types)
         # llama-server's /props "modalities" (no video: it needs ffmpeg); kept while asleep
         self.modalities = {
             "vision": bool(projector and projector.vision),

@@ -205,8 +205,7 @@ REFUSED = [
     "--spec-ngram-size-n",
     "--spec-ngram-size-m",
     "--spec-ngram-min-hits",
-    # n-gram speculation (its preset) and synthetic acceptance without a draft model
-    "--spec-default",
+    # synthetic acceptance with no speculative decoder to accept drafts of
     "--spec-synth-len",
     "--spec-synth-rates",
 ]

@@ -69,7 +69,11 @@ def test_synthetic_acceptance(smollm_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--spec-type", "ngram-mod"], "not supported"),
+        (["--spec-type", "draft-mtp"], "not supported"),
+        (["--spec-ngram-mod-n-match", "0"], "ngram size N must be between 1 and 1024"),
+        (["--spec-ngram-simple-min-hits", "0"], "ngram min hits must be at least 1"),
+        (["--spec-type", "ngram-cache", "-lcs", "no-such.bin"], "--lookup-cache-static"),
+        (["--spec-type", "ngram-mod", "--spec-synth-rates", "0.5"], "64 values"),
         (["--spec-type", "draft-fancy"], "unknown speculative type"),
         (["--spec-type", "draft-simple"], "needs a draft model"),
         (["-md", "x.gguf", "--spec-draft-n-max", "3", "--spec-synth-rates", "1,1"], "3 values"),

@@ -77,8 +77,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_ctx": 0,
         "jinja": True,
     },
-    # n-gram speculation, which pyllama's --spec-type refuses by name
-    "--spec-default": {"spec_type": "ngram-mod"},
+    # llama.cpp's default speculative decoding: ngram-mod, added to --spec-type's kinds
+    "--spec-default": {
+        "spec_type": "+ngram-mod",
+        "spec_ngram_mod_n_match": 24,
+        "spec_ngram_mod_n_min": 48,
+        "spec_ngram_mod_n_max": 64,
+    },
 }
 
 
@@ -90,6 +95,9 @@ class _Preset(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, *_: Any) -> None:
         for key, value in PRESETS[self.option_strings[0]].items():
+            if isinstance(value, str) and value.startswith("+"):  # appended to a list flag
+                before = getattr(ns, key, None)
+                value = f"{before},{value[1:]}" if before else value[1:]
             setattr(ns, key, value)
 
 

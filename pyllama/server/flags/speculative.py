@@ -1,32 +1,37 @@
 """llama-server's options for the draft model and the other speculative decoders: the
 draft model's placement (``-devd``, ``-ngld``, ``-otd``, ``--cpu-moe-draft`` ...) and KV
-types (``-ctkd``/``-ctvd``), the n-gram decoders' sizes (taken and checked; pyllama's
-``--spec-type`` refuses the n-gram kinds by name), and the options llama.cpp removed
-(an error naming their replacement, as llama-server). Standard library only."""
+types (``-ctkd``/``-ctvd``), the n-gram drafters' sizes and lookup caches, and the
+options llama.cpp removed (an error naming their replacement, as llama-server). Standard
+library only."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from pyllama.server.flags.model import tensor_overrides
 from pyllama.server.flags.table import FlagTable, env_bool
+from pyllama.server.settings import NgramOptions
 
-__all__ = ["add_speculative_flags", "draft_options"]
+__all__ = ["add_speculative_flags", "draft_options", "ngram_options"]
 
-# (spelling, default) of the n-gram decoders' sizes
+# (spelling, default, lowest, highest, llama.cpp's message when out of range)
+_SIZE_N = "ngram size N must be between 1 and 1024 inclusive"
+_SIZE_M = "ngram size M must be between 1 and 1024 inclusive"
+_HITS = "ngram min hits must be at least 1"
 _NGRAM = [
-    ("--spec-ngram-mod-n-min", 48),
-    ("--spec-ngram-mod-n-max", 64),
-    ("--spec-ngram-mod-n-match", 24),
-    ("--spec-ngram-simple-size-n", 12),
-    ("--spec-ngram-simple-size-m", 48),
-    ("--spec-ngram-simple-min-hits", 1),
-    ("--spec-ngram-map-k-size-n", 12),
-    ("--spec-ngram-map-k-size-m", 48),
-    ("--spec-ngram-map-k-min-hits", 1),
-    ("--spec-ngram-map-k4v-size-n", 12),
-    ("--spec-ngram-map-k4v-size-m", 48),
-    ("--spec-ngram-map-k4v-min-hits", 1),
+    ("--spec-ngram-mod-n-min", 48, 0, 1024, "ngram n-min must be between 0 and 1024 inclusive"),
+    ("--spec-ngram-mod-n-max", 64, 0, 1024, "ngram n-max must be between 0 and 1024 inclusive"),
+    ("--spec-ngram-mod-n-match", 24, 1, 1024, _SIZE_N),
+    ("--spec-ngram-simple-size-n", 12, 1, 1024, _SIZE_N),
+    ("--spec-ngram-simple-size-m", 48, 1, 1024, _SIZE_M),
+    ("--spec-ngram-simple-min-hits", 1, 1, 65535, _HITS),
+    ("--spec-ngram-map-k-size-n", 12, 1, 1024, _SIZE_N),
+    ("--spec-ngram-map-k-size-m", 48, 1, 1024, _SIZE_M),
+    ("--spec-ngram-map-k-min-hits", 1, 1, 65535, _HITS),
+    ("--spec-ngram-map-k4v-size-n", 12, 1, 1024, _SIZE_N),
+    ("--spec-ngram-map-k4v-size-m", 48, 1, 1024, _SIZE_M),
+    ("--spec-ngram-map-k4v-min-hits", 1, 1, 65535, _HITS),
 ]
 
 
@@ -112,7 +117,7 @@ def add_speculative_flags(t: FlagTable) -> None:
         "LLAMA_ARG_SPEC_DRAFT_BACKEND_SAMPLING",
         "draft sampling on the backend; pyllama samples on the host either way",
     )
-    for name, default in _NGRAM:
+    for name, default, *_ in _NGRAM:
         flag(
             name,
             type=int,
@@ -144,22 +149,19 @@ def add_speculative_flags(t: FlagTable) -> None:
         "-lcs",
         "--lookup-cache-static",
         metavar="FNAME",
-        help="static lookup cache (--spec-type ngram-cache, which pyllama refuses)",
+        help="static lookup cache for --spec-type ngram-cache (llama-lookup-create's file)",
     )
     flag(
         "-lcd",
         "--lookup-cache-dynamic",
         metavar="FNAME",
-        help="dynamic lookup cache (--spec-type ngram-cache, which pyllama refuses)",
+        help="dynamic lookup cache for --spec-type ngram-cache (read, never written)",
     )
 
 
 def draft_options(a: argparse.Namespace) -> dict[str, object]:
     """The draft model's fields of ContextOptions and its tensor overrides; ValueError names a
     bad option."""
-    for name, _ in _NGRAM:
-        if getattr(a, name[2:].replace("-", "_")) < 0:
-            raise ValueError(f"{name} must be >= 0")
     if not 0.0 <= a.draft_p_split <= 1.0:
         raise ValueError("--spec-draft-p-split must be in [0, 1]")
     ngl = a.draft_gpu_layers
@@ -184,3 +186,33 @@ def draft_options(a: argparse.Namespace) -> dict[str, object]:
             a.draft_override_tensor, a.draft_cpu_moe, a.draft_n_cpu_moe
         ),
     }
+
+
+def ngram_options(a: argparse.Namespace) -> NgramOptions:
+    """The n-gram drafters' options, checked with llama-server's messages; ValueError."""
+    v: dict[str, int] = {}
+    for name, _, lo, hi, message in _NGRAM:
+        value = getattr(a, name[2:].replace("-", "_"))
+        if not lo <= value <= hi:
+            raise ValueError(f"{name}: {message}")
+        v[name[len("--spec-ngram-") :]] = value
+    for name, path in (
+        ("--lookup-cache-static", a.lookup_cache_static),
+        ("--lookup-cache-dynamic", a.lookup_cache_dynamic),
+    ):
+        if path and not os.path.isfile(path):
+            raise ValueError(f"{name}: '{path}' does not exist or is not a file")
+
+    def sizes(kind: str) -> tuple[int, int, int]:
+        return (v[f"{kind}-size-n"], v[f"{kind}-size-m"], v[f"{kind}-min-hits"])
+
+    return NgramOptions(
+        mod_n_match=v["mod-n-match"],
+        mod_n_min=v["mod-n-min"],
+        mod_n_max=v["mod-n-max"],
+        simple=sizes("simple"),
+        map_k=sizes("map-k"),
+        map_k4v=sizes("map-k4v"),
+        lookup_cache_static=a.lookup_cache_static or "",
+        lookup_cache_dynamic=a.lookup_cache_dynamic or "",
+    )

@@ -88,6 +88,8 @@ def generation_settings(
             "speculative.n_max": _pick_spec(req, "spec_n_max", s.spec_draft_n_max),
             "speculative.n_min": _pick_spec(req, "spec_n_min", s.spec_draft_n_min),
             "speculative.p_min": _pick_spec(req, "spec_p_min", s.spec_draft_p_min),
+            # llama.cpp's list starts with "none"; --spec-type adds to it
+            "speculative.types": ",".join(["none", *s.spec_types]),
         }
     )
     return out
@@ -296,7 +298,7 @@ async def props(request: Request) -> Response:
                 "id": 0,
                 "id_task": -1,
                 "n_ctx": state.n_ctx_slot,
-                "speculative": state.settings.model_draft is not None,
+                "speculative": state.speculative,
                 "is_processing": False,
                 "params": generation_settings(state),
             },
@@ -346,7 +348,7 @@ async def slots(request: Request) -> Response:
                 "id": s["id"],
                 "id_task": s["task_id"] or -1,
                 "n_ctx": s["n_ctx"],
-                "speculative": state.settings.model_draft is not None,
+                "speculative": state.speculative,
                 "is_processing": s["state"] != "idle",
                 "state": s["state"],
                 "n_past": s["n_past"],
