@@ -17,19 +17,6 @@ std::vector<float> Engine::lora_scales() {
     return lora_defaults_;
 }
 
-template <typename R>
-R Engine::run_on_loop(std::function<R()> fn) {
-    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
-    auto fut = task->get_future();
-    {
-        std::lock_guard<std::mutex> lk(in_mu_);
-        if (stopping_) throw std::runtime_error("the engine is stopped");
-        commands_.emplace_back([task] { (*task)(); });
-    }
-    in_cv_.notify_one();
-    return fut.get();
-}
-
 size_t Engine::save_slot(int32_t id, const std::string & path) {
     return run_on_loop<size_t>([this, id, path]() -> size_t {
         if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");

@@ -263,4 +263,18 @@ private:
     std::thread thread_;
 };
 
+// Runs fn on the loop thread between steps and returns its result (or rethrows).
+template <typename R>
+R Engine::run_on_loop(std::function<R()> fn) {
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+    auto fut = task->get_future();
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        if (stopping_) throw std::runtime_error("the engine is stopped");
+        commands_.emplace_back([task] { (*task)(); });
+    }
+    in_cv_.notify_one();
+    return fut.get();
+}
+
 }  // namespace pyllama::engine
