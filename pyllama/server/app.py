@@ -158,7 +158,9 @@ def serve(settings: Settings) -> int:
         return _fail(str(e))
     if not settings.router:
         try:  # a mistyped path fails before anything listens
-            for path in (settings.model, settings.model_draft):
+            # (-m with -mu names where the download goes: the file may not be there yet)
+            model = None if settings.model_url else settings.model
+            for path in (model, settings.model_draft):
                 if path is not None:
                     check_model_file(path)
         except ModelFileError as e:

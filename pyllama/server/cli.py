@@ -257,7 +257,7 @@ def parse_args(
         model_draft=a.model_draft,
         sampling=sampling,
         mmproj=mmproj,
-        mmproj_url=None if a.mmproj or a.mmproj_auto is False else a.mmproj_url,
+        mmproj_url=None if a.mmproj_auto is False else a.mmproj_url,
         mmproj_auto=a.mmproj_auto is not False,
         mmproj_offload=a.mmproj_offload is not False,
         mmproj_device=a.mmproj_device,
@@ -357,7 +357,7 @@ def _multimodal(parser: argparse.ArgumentParser, a: argparse.Namespace) -> str |
         parser.error("--mtmd-batch-max-tokens must be >= 1")
     if a.mmproj_auto is False:  # --no-mmproj: no projector at all
         return None
-    if a.mmproj is not None and not Path(a.mmproj).is_file():
+    if a.mmproj is not None and not a.mmproj_url and not Path(a.mmproj).is_file():
         parser.error(f"--mmproj: '{a.mmproj}' does not exist or is not a file")
     if a.mmproj or a.mmproj_url:
         for on, what in ((a.context_shift, "ctx_shift"), (a.cache_reuse, "cache_reuse")):

@@ -13,6 +13,8 @@ import re
 import uuid
 from pathlib import Path
 
+from pyllama.server.llama_cache import llama_cache_directory
+
 __all__ = ["cache_file", "resolve", "split_docker_repo"]
 
 REGISTRY = "https://registry-1.docker.io"
@@ -29,15 +31,6 @@ def split_docker_repo(value: str) -> tuple[str, str]:
     if "/" not in value:
         repo = "ai/" + repo
     return repo, tag or "latest"
-
-
-def llama_cache_directory() -> Path:
-    """llama.cpp's ``fs_get_cache_directory`` (Linux): where -dr and -mu files go."""
-    for var, sub in (("LLAMA_CACHE", ""), ("XDG_CACHE_HOME", "llama.cpp")):
-        base = os.environ.get(var)
-        if base:
-            return Path(base) / sub if sub else Path(base)
-    return Path.home() / ".cache" / "llama.cpp"
 
 
 def cache_file(repo: str, tag: str) -> Path:

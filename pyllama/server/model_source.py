@@ -35,6 +35,13 @@ def _hub(repo_tag: str, hf_file: str | None, offline: bool, token: str | None, f
 
 
 def model_path(s: Settings) -> str:
+    if s.model is not None and s.model_url:  # llama.cpp downloads -mu into -m's path
+        from pyllama.server.media.download import fetch_url
+
+        try:
+            return fetch_url(s.model_url, offline=s.offline, flag="--model-url", path=s.model)
+        except ValueError as e:
+            raise ModelFileError(str(e)) from e
     if s.model is not None:
         return s.model
     if s.hf_repo:

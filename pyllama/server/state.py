@@ -207,10 +207,10 @@ class ServerState:
         with an -hf model) for this model."""
         s = self.settings
         path = s.mmproj
-        if path is None and s.mmproj_url:
+        if s.mmproj_url:  # into --mmproj's path when given, as llama.cpp
             from pyllama.server.media.download import fetch_projector
 
-            path = fetch_projector(s.mmproj_url, offline=s.offline)
+            path = fetch_projector(s.mmproj_url, offline=s.offline, path=path)
         if path is None and s.mmproj_auto and s.model is None and s.hf_repo:
             from pyllama import hub
 
