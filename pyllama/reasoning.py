@@ -1,8 +1,12 @@
 """Reasoning ("thinking") text: ``<think>...</think>`` at the start of a reply, or a reply that
 starts inside it because the prompt already opened the tag. llama-server's
-``--reasoning-format``: ``none`` leaves it in the content; ``deepseek`` and ``auto`` move it
-to ``reasoning_content`` (streamed too); ``deepseek-legacy`` does so only for whole replies
-and leaves it inline in streamed content."""
+``--reasoning-format``: ``none`` leaves it in the content; ``deepseek``, ``deepseek-legacy``
+and ``auto`` move it to ``reasoning_content`` (streamed too).
+
+As llama-server, which parses the generation prompt and the reply as one text: the
+reasoning is everything between the tags and the content everything after the end tag,
+whitespace and all; a reply the prompt opened starts with what the prompt put after its
+start tag (``\n`` for ``<think>\n``)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ __all__ = [
     "FORMATS",
     "ReasoningStream",
     "close_thinking",
+    "opening",
     "split_reasoning",
     "thinking_open",
     "thinking_tags",
@@ -48,12 +53,20 @@ def thinking_open(prompt: str) -> bool:
     return tail.endswith(START)
 
 
-def split_reasoning(text: str, opened: bool) -> tuple[str, str]:
-    """(reasoning, content) of a whole reply. Without a think block: ("", text)."""
+def opening(prompt: str) -> str:
+    """What a prompt that opened a think block put from its start tag on (``<think>\n``):
+    the reply continues it ("" when the prompt opened none)."""
+    at = prompt.rfind(START)
+    return prompt[at:] if at >= 0 and thinking_open(prompt) else ""
+
+
+def split_reasoning(text: str, opened: str = "") -> tuple[str, str]:
+    """(reasoning, content) of a whole reply; ``opened``: the prompt's ``opening``.
+    Without a think block: ("", text)."""
     s = ReasoningStream(opened)
     r1, c1 = s.feed(text)
     r2, c2 = s.finish()
-    return (r1 + r2).strip(), c1 + c2
+    return r1 + r2, c1 + c2
 
 
 def _partial_suffix(buf: str, tag: str) -> int:
@@ -67,9 +80,10 @@ def _partial_suffix(buf: str, tag: str) -> int:
 class ReasoningStream:
     """Splits streamed text into (reasoning_delta, content_delta) pairs."""
 
-    def __init__(self, opened: bool = False) -> None:
+    def __init__(self, opened: str = "") -> None:
+        """``opened``: the prompt's ``opening`` (its start tag and what followed it)."""
         self.state = "think" if opened else "start"
-        self.buf = ""
+        self.buf = opened[len(START) :] if opened.startswith(START) else opened
 
     def feed(self, delta: str) -> tuple[str, str]:
         self.buf += delta
@@ -94,13 +108,8 @@ class ReasoningStream:
                     break
                 reasoning.append(self.buf[:at])
                 self.buf = self.buf[at + len(END) :]
-                self.state = "after"
-                continue
-            if self.state == "after":
-                self.buf = self.buf.lstrip()
-                if not self.buf:
-                    break
                 self.state = "content"
+                continue
             content.append(self.buf)
             self.buf = ""
         return "".join(reasoning), "".join(content)
@@ -109,6 +118,4 @@ class ReasoningStream:
         rest, self.buf = self.buf, ""
         if self.state == "think":
             return rest, ""  # never closed: all of it was reasoning
-        if self.state == "after":
-            return "", rest.lstrip()
         return "", rest

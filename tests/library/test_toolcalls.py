@@ -12,7 +12,7 @@ import pytest
 
 from pyllama import _core
 from pyllama.chat import ChatTemplate
-from pyllama.reasoning import ReasoningStream, split_reasoning, thinking_open
+from pyllama.reasoning import ReasoningStream, opening, split_reasoning, thinking_open
 from pyllama.toolcalls import (
     COMMAND_R7B,
     DEEPSEEK,
@@ -175,12 +175,18 @@ def test_validate_tools_names_the_bad_entry():
 
 
 def test_reasoning_split_whole_and_streamed():
-    assert split_reasoning("<think>\nplan\n</think>\n\nanswer", False) == ("plan", "answer")
-    assert split_reasoning("plan</think>answer", True) == ("plan", "answer")
-    assert split_reasoning("no thinking here", False) == ("", "no thinking here")
-    assert split_reasoning("<think>cut off", False) == ("cut off", "")
+    """Verbatim, as llama-server: the reasoning between the tags, the content after."""
+    assert split_reasoning("<think>\nplan\n</think>\n\nanswer") == ("\nplan\n", "\n\nanswer")
+    # the prompt opened the block: its "\n" after the tag starts the reasoning
+    assert split_reasoning("plan</think>answer", "<think>\n") == ("\nplan", "answer")
+    assert split_reasoning("no thinking here") == ("", "no thinking here")
+    assert split_reasoning("<think>cut off") == ("cut off", "")
     assert thinking_open("<|im_start|>assistant\n<think>\n")
+    assert (
+        opening("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n") == "<think>\n"
+    )
+    assert opening("<|im_start|>assistant\n<think></think>\n") == ""
     s = ReasoningStream()
     pieces = [s.feed(c) for c in ["<th", "ink>a", "b</th", "ink>", "  c", "d"]] + [s.finish()]
     assert "".join(r for r, _ in pieces) == "ab"
-    assert "".join(c for _, c in pieces) == "cd"
+    assert "".join(c for _, c in pieces) == "  cd"

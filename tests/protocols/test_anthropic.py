@@ -189,15 +189,16 @@ def test_thinking_blocks(thinking_server):
     kw = dict(model="x", max_tokens=32, messages=HELLO, extra_body={"grammar": THOUGHT})
     msg = claude.messages.create(**kw)
     assert [b.type for b in msg.content] == ["thinking", "text"]
-    assert msg.content[0].thinking.strip() == "Plan: be brief."
+    # verbatim, as llama-server: the prompt's "\n" after <think>, the reply's after </think>
+    assert msg.content[0].thinking == "\nPlan: be brief.\n"
     assert msg.content[0].signature == ""
-    assert msg.content[1].text == "Paris is sunny."
+    assert msg.content[1].text == "\n\nParis is sunny."
     with claude.messages.stream(**kw) as stream:
         events = list(stream)
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "text"]
-    assert final.content[0].thinking.strip() == "Plan: be brief."
-    assert final.content[1].text == "Paris is sunny."
+    assert final.content[0].thinking == "\nPlan: be brief.\n"
+    assert final.content[1].text == "\n\nParis is sunny."
     deltas = [e.delta.type for e in events if e.type == "content_block_delta"]
     # the signature closes the thinking block before the text block opens
     first_text = deltas.index("text_delta")

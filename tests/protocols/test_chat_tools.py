@@ -148,17 +148,18 @@ def test_reasoning_content_whole_and_streamed(thinking_server):
         model="x", messages=ASK, max_tokens=32, temperature=0, extra_body={"grammar": THOUGHT}
     )
     msg = client.chat.completions.create(**kw).choices[0].message
-    assert msg.content == "Paris is sunny."
-    assert msg.model_extra["reasoning_content"] == "Plan: be brief."
+    # verbatim, as llama-server (tests/protocols/test_reasoning_text.py compares)
+    assert msg.content == "\n\nParis is sunny."
+    assert msg.model_extra["reasoning_content"] == "\nPlan: be brief.\n"
 
     reasoning, content = "", ""
     for chunk in client.chat.completions.create(stream=True, **kw):
         for c in chunk.choices:
             reasoning += (c.delta.model_extra or {}).get("reasoning_content") or ""
             content += c.delta.content or ""
-    assert reasoning.strip() == "Plan: be brief." and content == "Paris is sunny."
+    assert reasoning == "\nPlan: be brief.\n" and content == "\n\nParis is sunny."
 
-    # reasoning_format none: the thinking stays in the content, as the model wrote it
+    # reasoning_format none: the thinking stays in the content, opened by the prompt's tag
     raw = (
         client.chat.completions.create(
             **{**kw, "extra_body": {"grammar": THOUGHT, "reasoning_format": "none"}}
@@ -166,5 +167,5 @@ def test_reasoning_content_whole_and_streamed(thinking_server):
         .choices[0]
         .message
     )
-    assert raw.content == "Plan: be brief.\n</think>\n\nParis is sunny."
+    assert raw.content == "<think>\nPlan: be brief.\n</think>\n\nParis is sunny."
     assert "reasoning_content" not in (raw.model_extra or {})

@@ -54,9 +54,9 @@ def _chat(url: str, **extra: object) -> dict:
 )
 def test_chat_budget_cuts_the_thinking_as_llama_server(servers, extra, cut) -> None:
     ours, peer = (_chat(url, **extra)["choices"][0]["message"] for url in servers)
-    # the same tokens (llama-server keeps the whitespace around the block in both fields)
+    # the same tokens, the same text (whitespace around the block included)
     for field in ("content", "reasoning_content"):
-        assert (ours.get(field) or "").strip() == (peer.get(field) or "").strip()
+        assert ours.get(field) == peer.get(field)
     if cut is not None:
         assert ours["reasoning_content"].endswith(cut)
     else:
@@ -67,8 +67,9 @@ def test_budget_zero_and_five_differ(servers) -> None:
     ours = servers[0]
     short = _chat(ours, thinking_budget_tokens=0, reasoning_format="none")
     longer = _chat(ours, reasoning_format="none")
-    assert short["choices"][0]["message"]["content"].startswith(".</think>")
-    assert longer["choices"][0]["message"]["content"] == "\nThe answer is OK.</think>"
+    # format none: the content opens with the prompt's "<think>\n", as llama-server's
+    assert short["choices"][0]["message"]["content"].startswith("<think>\n.</think>")
+    assert longer["choices"][0]["message"]["content"] == "<think>\n\nThe answer is OK.</think>"
 
 
 def test_completion_budget_with_its_own_tags(servers) -> None:
@@ -105,8 +106,8 @@ def test_anthropic_thinking_budget_tokens(servers) -> None:
             thinking={"type": "enabled", "budget_tokens": 3},
             extra_body={"temperature": 0},
         )
-        thoughts.append([b.thinking.strip() for b in msg.content if b.type == "thinking"])
-    assert thoughts[0] == thoughts[1] == ["The OK."]
+        thoughts.append([b.thinking for b in msg.content if b.type == "thinking"])
+    assert thoughts[0] == thoughts[1] and [t.strip() for t in thoughts[0]] == ["The OK."]
 
 
 def _controlled(url: str, control_at: int, **extra: object) -> tuple[str, str, dict]:
@@ -175,7 +176,7 @@ def test_openai_client_passes_the_budget(servers) -> None:
             temperature=0,
             extra_body={"thinking_budget_tokens": 0, "reasoning_format": "none"},
         )
-    assert (r.choices[0].message.content or "").startswith(".</think>")
+    assert (r.choices[0].message.content or "").startswith("<think>\n.</think>")
 
 
 def test_budget_flag_is_checked(smollm_path: str, tmp_path: Path) -> None:

@@ -402,8 +402,8 @@ def test_reasoning_items_whole_and_streamed(thinking_server):
         reasoning, msg = r.output
         assert isinstance(reasoning, ResponseReasoningItem) and reasoning.id.startswith("rs_")
         assert reasoning.content[0].type == "reasoning_text"
-        assert reasoning.content[0].text.strip() == "Plan: be brief."
-        assert r.output_text == "Paris is sunny." and msg.id.startswith("msg_")
+        assert reasoning.content[0].text == "\nPlan: be brief.\n"  # verbatim, as llama-server
+        assert r.output_text == "\n\nParis is sunny." and msg.id.startswith("msg_")
         details = r.usage.output_tokens_details
         assert 0 < details.reasoning_tokens < r.usage.output_tokens
 
@@ -412,12 +412,12 @@ def test_reasoning_items_whole_and_streamed(thinking_server):
         first_text = kinds.index("response.output_text.delta")
         assert kinds.index("response.reasoning_text.done") < first_text
         thought = "".join(e.delta for e in events if isinstance(e, ResponseReasoningTextDeltaEvent))
-        assert thought.strip() == "Plan: be brief."
+        assert thought == "\nPlan: be brief.\n"
         added = [e.item for e in events if isinstance(e, ResponseOutputItemAddedEvent)]
         assert [a.type for a in added] == ["reasoning", "message"]
         final = events[-1].response
         assert [o.type for o in final.output] == ["reasoning", "message"]
-        assert final.output_text == "Paris is sunny."
+        assert final.output_text == "\n\nParis is sunny."
         # the reasoning item goes back in as the assistant's reasoning: accepted
         again = client.responses.create(
             model="x",

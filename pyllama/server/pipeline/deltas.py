@@ -19,8 +19,10 @@ class ChatDeltas:
     tool_calls), each a dict ready for a chunk's ``delta``."""
 
     def __init__(self, plan: ChatPlan) -> None:
-        inline = plan.reasoning in ("none", "deepseek-legacy")
+        inline = plan.reasoning == "none"
         self.reasoning = None if inline else ReasoningStream(plan.opened)
+        # left in the content, a reply the prompt opened starts with the prompt's tag
+        self.prefix = plan.opened if inline else ""
         self.tools = ToolStream(plan.tools) if plan.tools is not None else None
         self.n_calls = 0
 
@@ -44,12 +46,14 @@ class ChatDeltas:
 
     def feed(self, text: str) -> list[dict[str, Any]]:
         if self.reasoning is None:
+            text, self.prefix = self.prefix + text, ""
             return self._out("", text, False)
         r, c = self.reasoning.feed(text)
         return self._out(r, c, False)
 
     def finish(self) -> list[dict[str, Any]]:
         if self.reasoning is None:
-            return self._out("", "", True)
+            text, self.prefix = self.prefix, ""  # a reply of no text still has the tag
+            return self._out("", text, True)
         r, c = self.reasoning.finish()
         return self._out(r, c, True)

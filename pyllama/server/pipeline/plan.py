@@ -16,8 +16,8 @@ from pyllama.reasoning import (
     FORMATS,
     START,
     close_thinking,
+    opening,
     split_reasoning,
-    thinking_open,
     thinking_tags,
 )
 from pyllama.server.http.errors import APIError
@@ -53,14 +53,15 @@ class ChatPlan:
     tools: ToolFormat | None = None
     media: _core.MediaPrompt | None = None  # the prompt, when it holds images or audio
     reasoning: str = "none"  # effective reasoning format; "none": left in the content
-    opened: bool = False  # the prompt opened a think block
+    opened: str = ""  # what the prompt put from an opened think block's tag on ("<think>\n")
     thinking: tuple[str, str] | None = None  # the template's thinking tags (start, end)
     # the messages rendered without the generation prompt (only a reasoning budget needs it)
     render_bare: Callable[[], str] | None = None
 
     def message(self, text: str) -> tuple[dict[str, Any], list[ToolCall]]:
         """The assistant message for a whole reply, and its tool calls."""
-        reasoning, content = ("", text)
+        # left in the content, a reply the prompt opened starts with the prompt's tag
+        reasoning, content = ("", self.opened + text)
         if self.reasoning != "none":
             reasoning, content = split_reasoning(text, self.opened)
         calls: list[ToolCall] = []
@@ -204,7 +205,7 @@ def plan_chat(
         grammar=grammar,
         tools=None if state.settings.skip_chat_parsing else fmt,
         reasoning=rf if thinks else "none",
-        opened=thinks and thinking_open(prompt),
+        opened=opening(prompt) if thinks else "",
         thinking=tags,
         render_bare=render_bare if tags is not None else None,
     )
