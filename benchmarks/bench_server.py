@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
-from servers import start, stop
+from servers import add_llama_server_argument, start, stop
 
 
 async def one(client: httpx.AsyncClient, url: str, prompt: str, g: int) -> dict[str, Any]:
@@ -88,11 +86,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=4, help="requests per client per turn")
     ap.add_argument("--json", action="store_true")
-    cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
-    ap.add_argument(
-        "--llama-server",
-        default=os.environ.get("LLAMA_SERVER_BIN", str(cache / "peer/bin/llama-server")),
-    )
+    add_llama_server_argument(ap)
     args = ap.parse_args()
     from pyllama import demo_model
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
-from servers import start, stop
+from servers import add_llama_server_argument, start, stop
 
 PASSAGE = (
     "It was the best of times, it was the worst of times, it was the age of wisdom, it was "
@@ -60,11 +58,7 @@ def main() -> int:
     ap.add_argument("--gen-tokens", type=int, default=96)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
-    cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
-    ap.add_argument(
-        "--llama-server",
-        default=os.environ.get("LLAMA_SERVER_BIN", str(cache / "peer/bin/llama-server")),
-    )
+    add_llama_server_argument(ap)
     args = ap.parse_args()
     from pyllama import demo_model
 

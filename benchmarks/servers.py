@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -48,3 +51,14 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def peer_bin(name: str = "llama-server") -> str:
+    """A peer binary built by ci/build_peer.sh (under $PYLLAMA_CACHE/peer/bin)."""
+    cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
+    return str(cache / "peer/bin" / name)
+
+
+def add_llama_server_argument(ap: argparse.ArgumentParser) -> None:
+    """--llama-server: $LLAMA_SERVER_BIN, else the peer build."""
+    ap.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER_BIN", peer_bin()))
