@@ -59,7 +59,6 @@ common_params_speculative_ngram_map map_of(const NgramMap & m) {
 }  // namespace
 
 std::unique_ptr<common_speculative, NgramDrafterFree> Engine::make_ngram_drafter(const NgramSpec & p) const {
-    if (p.types.empty()) return nullptr;
     common_params_speculative sp;
     sp.types.clear();
     for (const auto & name : p.types) {

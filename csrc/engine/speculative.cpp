@@ -176,7 +176,6 @@ void Engine::verify_draft(Slot & s) {
     if (s.draft_ngram) {
         // the draft model's context did not see this step: it catches up next time
         ngram_accept(s, accepted);
-        s.draft_ngram = false;
     } else {
         s.d_past = std::min(s.d_end, s.cache.size());
     }

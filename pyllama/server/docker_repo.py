@@ -7,13 +7,11 @@ that). ``$DOCKER_REGISTRY_URL``/``$DOCKER_AUTH_URL`` point at a mirror."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import uuid
 from pathlib import Path
 
-from pyllama.server.llama_cache import llama_cache_directory
+from pyllama.server.llama_cache import download_to, llama_cache_directory
 
 __all__ = ["cache_file", "resolve", "split_docker_repo"]
 
@@ -64,7 +62,8 @@ def resolve(value: str, *, offline: bool) -> str:
                     f"Failed to get Docker manifest, HTTP code: {manifest.status_code}"
                 )
             digest = _gguf_digest(manifest.json())
-            _fetch(client, f"{registry}/v2/{repo}/blobs/{digest}", headers, digest, target)
+            url = f"{registry}/v2/{repo}/blobs/{digest}"
+            download_to(client, url, target, headers=headers, digest=digest)
     except (httpx.HTTPError, KeyError, TypeError) as e:
         raise ValueError(f"--docker-repo {value}: download failed: {e}") from e
     except ValueError as e:
@@ -80,21 +79,3 @@ def _gguf_digest(manifest: dict) -> str:
                 raise ValueError(f"Invalid OCI digest format received in manifest: {digest}")
             return digest.lower()
     raise ValueError("No GGUF layer found in Docker manifest")
-
-
-def _fetch(client, url: str, headers: dict[str, str], digest: str, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
-    sha = hashlib.sha256()
-    try:
-        with client.stream("GET", url, headers=headers) as res:
-            res.raise_for_status()
-            with part.open("wb") as f:
-                for chunk in res.iter_bytes(1 << 20):
-                    sha.update(chunk)
-                    f.write(chunk)
-        if "sha256:" + sha.hexdigest() != digest:
-            raise ValueError(f"the downloaded blob does not match its digest {digest}")
-        os.replace(part, target)
-    finally:
-        part.unlink(missing_ok=True)

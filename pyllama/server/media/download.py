@@ -4,9 +4,7 @@ there (and required there with --offline)."""
 
 from __future__ import annotations
 
-import os
 import re
-import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,16 +55,10 @@ def fetch_url(url: str, *, offline: bool, flag: str, path: str | None = None) ->
 def _download(url: str, target: Path, flag: str) -> None:
     import httpx
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
+    from pyllama.server.llama_cache import download_to
+
     try:
-        with httpx.stream("GET", url, follow_redirects=True, timeout=60.0) as res:
-            res.raise_for_status()
-            with part.open("wb") as f:
-                for chunk in res.iter_bytes(1 << 20):
-                    f.write(chunk)
-        os.replace(part, target)
+        with httpx.Client(timeout=60.0, follow_redirects=True) as client:
+            download_to(client, url, target)
     except httpx.HTTPError as e:
         raise ValueError(f"{flag}: download failed: {e}") from e
-    finally:
-        part.unlink(missing_ok=True)
