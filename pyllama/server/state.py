@@ -128,6 +128,7 @@ class ServerState:
         threads = s.n_threads if s.n_threads > 0 else default_threads()
         drafting = draft_file is not None and spec.uses_draft_model(s.spec_types)
         draft = _core.Model(draft_file, **model_options(s, draft=True)) if drafting else None
+        ngram = ngram_spec(s)
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         projector = self._load_projector(model, threads, path)
         core = _core.Engine(
@@ -155,7 +156,7 @@ class ServerState:
             spec_n_min=s.spec_draft_n_min,
             spec_p_min=s.spec_draft_p_min,
             spec_synth_probs=s.spec_synth_probs,
-            ngram=ngram_spec(s),
+            ngram=ngram,
             cache_ram_mib=s.cache_ram_mib,
             cache_idle_slots=s.cache_idle_slots,
             verbose=s.verbose,
@@ -173,7 +174,7 @@ class ServerState:
             core.set_lora_scales(self._lora_scales)
         self.model = model
         self.projector = projector
-        self.speculative = drafting or any(t in spec.NGRAM_TYPES for t in s.spec_types)
+        self.speculative = drafting or ngram is not None
         # llama-server's /props "modalities" (no video: it needs ffmpeg); kept while asleep
         self.modalities = {
             "vision": bool(projector and projector.vision),
