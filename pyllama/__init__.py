@@ -30,16 +30,24 @@ from pyllama._core import (  # noqa: E402
 )
 from pyllama.chat import ChatTemplate, ChatTemplateError  # noqa: E402
 from pyllama.hardware import backends, devices  # noqa: E402
-from pyllama.llama import Llama  # noqa: E402
+from pyllama.llama import (  # noqa: E402
+    AsyncLlama,
+    BatchedLlama,
+    Llama,
+    LlamaGrammar,
+)
 from pyllama.models import demo_model  # noqa: E402
 
 __all__ = [
+    "AsyncLlama",
     "Batch",
+    "BatchedLlama",
     "ChatTemplate",
     "ChatTemplateError",
     "Context",
     "Llama",
     "LlamaError",
+    "LlamaGrammar",
     "LoraAdapter",
     "Model",
     "Sampler",

@@ -21,6 +21,7 @@ the repository's ``blobs`` folder, whatever a snapshot link points at.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import os
 import pwd
@@ -526,6 +527,16 @@ def _pull(
     raise HubError(error or f"GET {url} failed")
 
 
+def match_one(paths: list[str], pattern: str, repo: str) -> str:
+    """The one path matching the glob ``pattern`` (by full path or file name)."""
+    found = [p for p in paths if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(p.rsplit("/", 1)[-1], pattern)]
+    if len(found) != 1:
+        listed = ", ".join(found or paths) or "none"
+        what = "no file" if not found else f"{len(found)} files"
+        raise HubError(f"{pattern!r} matches {what} in {repo}; its files: {listed}")
+    return found[0]
+
+
 def _client(token: str | None) -> httpx.Client:
     from pyllama import __version__
 
@@ -537,9 +548,20 @@ def _client(token: str | None) -> httpx.Client:
     return httpx.Client(headers=headers, timeout=timeout, follow_redirects=True)
 
 
-def _from_cache(name: str, progress: Progress) -> Path | None:
+def _cached_match(name: str, filename: str) -> Path | None:
+    repo, _ = split_repo_tag(name)
+    for _repo, snapshot in _cached_repos(repo):
+        files = _cached_files(snapshot)
+        try:
+            return files[match_one(list(files), filename, repo)]
+        except HubError:
+            return None
+    return None
+
+
+def _from_cache(name: str, progress: Progress, filename: str | None = None) -> Path | None:
     """A cached model's path, reported to ``progress`` as one finished file."""
-    path = resolve(name)
+    path = _cached_match(name, filename) if filename else resolve(name)
     if path is not None:
         size = path.stat().st_size
         progress(path.absolute().as_uri(), size, size)
@@ -553,18 +575,21 @@ def download(
     *,
     offline: bool = False,
     token: str | None = None,
+    filename: str | None = None,
 ) -> Path:
     """Fetch ``org/repo[:TAG]`` into the cache and return the GGUF to load (a split
     model's first shard; every shard is fetched). Files already cached are not fetched
     again. ``progress(url, done, total)`` follows each file; ``cancel()`` returning True
     stops the download (DownloadCancelled). ``offline``: no network, only the cache (the
     router never passes it: its ``POST /models`` always fetches, as llama-server's does).
-    ``token`` defaults to ``$HF_TOKEN``. HubError says what went wrong."""
+    ``token`` defaults to ``$HF_TOKEN``. ``filename``: a glob that must match exactly one
+    of the repository's files, loaded instead of the tag's best (``Llama.from_pretrained``).
+    HubError says what went wrong."""
     report: Progress = progress or (lambda url, done, total: None)
     stop: Cancel = cancel or (lambda: False)
     repo, tag = split_repo_tag(name)
     if offline:
-        path = _from_cache(name, report)
+        path = _from_cache(name, report, filename)
         if path is None:
             raise HubError(f"{name} is not in the cache ({cache_directory()}) and this is offline")
         return path
@@ -576,12 +601,14 @@ def download(
             files = _repo_files(client, base, repo, commit)
         except (HubError, httpx.HTTPError, ValueError) as e:
             # as llama.cpp: a hub out of reach still leaves what the cache holds
-            path = _from_cache(name, report)
+            path = _from_cache(name, report, filename)
             if path is not None:
                 return path
             raise HubError(str(e) or type(e).__name__) from e
         by_path = {f.path: f for f in files}
-        primary = find_best_model(list(by_path), tag)
+        primary = (
+            match_one(list(by_path), filename, repo) if filename else find_best_model(list(by_path), tag)
+        )
         if primary is None:
             ggufs = ", ".join(p for p in by_path if p.endswith(".gguf")) or "none"
             want = f"tag {tag}" if tag else "a model"
@@ -589,7 +616,7 @@ def download(
         repo_dir = _repo_dir(repo)
         snapshot = repo_dir / "snapshots" / commit
         # as llama-server's -hf: the projector beside the model comes with it
-        mmproj = find_best_mmproj(list(by_path), primary)
+        mmproj = None if filename else find_best_mmproj(list(by_path), primary)
         for rel in _shards(list(by_path), primary) + ([mmproj] if mmproj else []):
             want_file = by_path[rel]
             url = f"{base}{repo}/resolve/{commit}/{quote(rel, safe='/')}"

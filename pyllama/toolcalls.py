@@ -33,6 +33,7 @@ __all__ = [
     "template_context",
     "tool_grammar",
     "validate_tools",
+    "with_system_prompt",
 ]
 
 _ALNUM = string.ascii_letters + string.digits
@@ -241,6 +242,15 @@ def generic_system_prompt(
         + "\nYour answer must match this JSON schema:\n"
         + json.dumps(schema, ensure_ascii=False)
     )
+
+
+def with_system_prompt(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """``text`` appended to the system message, or a system message put first."""
+    if msgs and msgs[0].get("role") == "system":
+        first = dict(msgs[0])
+        first["content"] = f"{first.get('content') or ''}\n\n{text}".lstrip()
+        return [first, *msgs[1:]]
+    return [{"role": "system", "content": text}, *msgs]
 
 
 def _rename_root(gbnf: str, name: str) -> str:

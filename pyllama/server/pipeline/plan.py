@@ -33,6 +33,7 @@ from pyllama.toolcalls import (
     template_context,
     tool_grammar,
     validate_tools,
+    with_system_prompt,
 )
 
 __all__ = ["ChatPlan", "plan_chat"]
@@ -164,7 +165,7 @@ def plan_chat(
             except (ValueError, RuntimeError) as e:
                 raise APIError(400, f"tools: {e}") from e
             if fmt.generic:
-                msgs = _with_system(msgs, generic_system_prompt(functions, required, parallel))
+                msgs = with_system_prompt(msgs, generic_system_prompt(functions, required, parallel))
             else:
                 render_tools = [{"type": "function", "function": f} for f in functions]
     if detect_format(template.source).generic:
@@ -258,11 +259,3 @@ def _common_prefix(a: str, b: str) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
-
-
-def _with_system(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
-    if msgs and msgs[0].get("role") == "system":
-        first = dict(msgs[0])
-        first["content"] = f"{first.get('content') or ''}\n\n{text}".lstrip()
-        return [first, *msgs[1:]]
-    return [{"role": "system", "content": text}, *msgs]

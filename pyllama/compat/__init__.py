@@ -1,0 +1,1 @@
+"""Modules named after other projects' APIs, for moving code to pyllama by its import line."""

@@ -1,0 +1,55 @@
+"""llama-cpp-python's ``chat_format`` names, resolved to chat templates.
+
+Precedence as llama-cpp-python: ``chat_handler``, then ``chat_format``, then the GGUF's
+``tokenizer.chat_template``, then ``llama-2``. The named formats are llama-cpp-python's
+Python formatters; pyllama renders each with llama.cpp's built-in format of the same
+family (same roles and special tokens; whitespace may differ). Formats with no llama.cpp
+counterpart raise a ValueError naming them.
+"""
+
+from __future__ import annotations
+
+from pyllama import _core
+from pyllama.chat import CHATML, ChatTemplate, make_template
+
+__all__ = ["FORMATS", "resolve_template"]
+
+# llama-cpp-python name -> llama.cpp built-in name (or "chatml": pyllama's Jinja ChatML)
+FORMATS = {
+    "llama-2": "llama2-sys",
+    "llama-3": "llama3",
+    "chatml": "chatml",
+    "chatml-function-calling": "chatml",
+    "qwen": "chatml",
+    "mistral-instruct": "mistral-v1",
+    "gemma": "gemma",
+    "zephyr": "zephyr",
+    "vicuna": "vicuna",
+    "openchat": "openchat",
+    "chatglm3": "chatglm3",
+}
+
+
+def resolve_template(
+    model: _core.Model, chat_format: str | None, bos_token: str, eos_token: str
+) -> tuple[str, ChatTemplate]:
+    """(the resolved format name as ``Llama.chat_format``, its template)."""
+    if chat_format is None:
+        source = model.chat_template()
+        if source:
+            return "chat_template.default", make_template(source, bos_token=bos_token, eos_token=eos_token)
+        chat_format = "llama-2"
+    if chat_format.startswith("chat_template."):
+        name = chat_format.removeprefix("chat_template.")
+        source = model.chat_template("" if name == "default" else name)
+        if not source:
+            raise ValueError(f"chat_format={chat_format!r}: the model has no such template")
+        return chat_format, make_template(source, bos_token=bos_token, eos_token=eos_token)
+    builtin = FORMATS.get(chat_format)
+    if builtin is None:
+        raise ValueError(
+            f"chat_format={chat_format!r} is not available in pyllama; use one of "
+            f"{', '.join(sorted(FORMATS))}, chat_template.default, or a chat_handler"
+        )
+    source = CHATML if builtin == "chatml" else builtin
+    return chat_format, make_template(source, bos_token=bos_token, eos_token=eos_token)

@@ -1,0 +1,738 @@
+"""``Llama``: llama-cpp-python's high-level API on pyllama's bindings.
+
+One Llama owns one model and one context (sequence 0), as llama-cpp-python's does:
+completions, chat, embeddings and the low-level loop (``eval``/``sample``/``generate``,
+``input_ids``, ``scores``, ``save_state``) share that sequence. Calls are serialised by
+a lock, so a Llama may be shared between threads, but one call runs at a time; for
+concurrent callers use ``AsyncLlama`` or ``BatchedLlama`` (the batching engine). The
+heavy work (decode, sampling) runs with the GIL released inside ``_core``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from pyllama import _core
+from pyllama.engine import default_threads
+from pyllama.llama import options
+from pyllama.llama.cache import BaseLlamaCache, longest_token_prefix
+from pyllama.llama.chat_formats import resolve_template
+from pyllama.llama.chat_plan import plan_chat
+from pyllama.llama.embedding import embed_texts, embedding_response
+from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope, token_logprobs
+from pyllama.llama.sampler_chain import SamplerArgs, build_chain, grammar_text
+from pyllama.llama.state import LlamaState
+from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes, prompt_tokens
+
+__all__ = ["Llama"]
+
+Prompt = Union[str, Sequence[int]]
+_SAMPLER_KEYS = frozenset(SamplerArgs.__dataclass_fields__)
+
+
+class Llama:
+    """A GGUF model, with llama-cpp-python's constructor keywords and defaults.
+
+    >>> llm = Llama(pyllama.demo_model(), n_ctx=2048, verbose=False)
+    >>> llm("Q: Name the planets in the solar system. A: ", max_tokens=32, stop=["Q:"])
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        n_gpu_layers: int = 0,
+        split_mode: int = 1,
+        main_gpu: int = 0,
+        tensor_split: Sequence[float] | None = None,
+        vocab_only: bool = False,
+        use_mmap: bool = True,
+        use_mlock: bool = False,
+        kv_overrides: Mapping[str, bool | int | float | str] | None = None,
+        seed: int = _core.DEFAULT_SEED,
+        n_ctx: int = 512,
+        n_batch: int = 512,
+        n_ubatch: int = 512,
+        n_threads: int | None = None,
+        n_threads_batch: int | None = None,
+        rope_scaling_type: int | None = -1,
+        pooling_type: int = -1,
+        attention_type: int = -1,
+        rope_freq_base: float = 0.0,
+        rope_freq_scale: float = 0.0,
+        yarn_ext_factor: float = -1.0,
+        yarn_attn_factor: float = 1.0,
+        yarn_beta_fast: float = 32.0,
+        yarn_beta_slow: float = 1.0,
+        yarn_orig_ctx: int = 0,
+        logits_all: bool = False,
+        embedding: bool = False,
+        offload_kqv: bool = True,
+        flash_attn: bool = False,
+        op_offload: bool | None = None,
+        swa_full: bool | None = None,
+        no_perf: bool = False,
+        last_n_tokens_size: int = 64,
+        lora_base: str | None = None,
+        lora_scale: float = 1.0,
+        lora_path: str | None = None,
+        numa: bool | str = False,
+        chat_format: str | None = None,
+        chat_handler: Any = None,
+        draft_model: Any = None,
+        tokenizer: Any = None,
+        type_k: int | str | None = None,
+        type_v: int | str | None = None,
+        spm_infill: bool = False,
+        verbose: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        init_args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        if kwargs:
+            raise TypeError(f"Llama() got unknown keyword arguments: {', '.join(sorted(kwargs))}")
+        options.check_unsupported(locals())
+        if op_offload is False:
+            raise ValueError("op_offload=False is not supported by pyllama's Llama")
+        if draft_model is not None:
+            raise ValueError(
+                "draft_model is not supported by Llama; AsyncLlama/BatchedLlama take "
+                "speculative n-gram drafting (ngram=)"
+            )
+        if not os.path.exists(model_path):
+            raise ValueError(f"Model path does not exist: {model_path}")
+        self.model_path = model_path
+        self.verbose = verbose
+        if verbose:
+            _core.set_log_level(2)
+        if numa:
+            _core.numa_init(numa if isinstance(numa, str) else "distribute")
+        self._model = _core.Model(
+            model_path,
+            n_gpu_layers=n_gpu_layers,
+            use_mmap=use_mmap,
+            use_mlock=use_mlock,
+            vocab_only=vocab_only,
+            split_mode=options.split_mode_name(split_mode),
+            main_gpu=main_gpu,
+            tensor_split=options.tensor_split_list(tensor_split),
+            kv_overrides=options.kv_override_strings(kv_overrides),
+        )
+        self.n_threads = n_threads or default_threads()
+        self.n_threads_batch = n_threads_batch or self.n_threads
+        self.last_n_tokens_size = last_n_tokens_size
+        self._logits_all = logits_all
+        self._embedding = embedding
+        self._seed = seed
+        self.cache: BaseLlamaCache | None = None
+        self.chat_handler = chat_handler
+        self.draft_model = None
+        self._lock = threading.RLock()
+        self.ctx: _core.Context | None = None
+        self._n_ctx = n_ctx or self._model.n_ctx_train
+        self.n_batch = min(self._n_ctx, n_batch)
+        if not vocab_only:
+            self.ctx = _core.Context(
+                self._model,
+                n_ctx=n_ctx,
+                n_batch=self.n_batch,
+                # a non-causal embedding model needs a whole input in one ubatch
+                n_ubatch=self.n_batch if embedding else min(self.n_batch, n_ubatch),
+                n_seq_max=16 if embedding else 1,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads_batch,
+                flash_attn=int(bool(flash_attn)),
+                embeddings=embedding,
+                pooling=pooling_type,
+                attention=attention_type,
+                type_k=options.cache_type("type_k", type_k),
+                type_v=options.cache_type("type_v", type_v),
+                offload_kqv=offload_kqv,
+                swa_full=True if swa_full is None else swa_full,
+                no_perf=no_perf,
+                rope_freq_base=rope_freq_base,
+                rope_freq_scale=rope_freq_scale,
+            )
+            self._n_ctx = self.ctx.n_ctx
+            self.n_batch = self.ctx.n_batch
+            if lora_path:
+                self._lora = _core.LoraAdapter(self._model, lora_path)
+                self.ctx.set_lora([(self._lora, lora_scale)])
+        self._n_vocab = self._model.n_vocab
+        self._batch = _core.Batch(self.n_batch, 1)
+        self.n_tokens = 0
+        self.input_ids: npt.NDArray[np.intc] = np.zeros((self._n_ctx,), dtype=np.intc)
+        # zeros: pages are only touched where logits land
+        rows = self._n_ctx if logits_all else self.n_batch
+        self.scores: npt.NDArray[np.single] = np.zeros((rows, self._n_vocab), dtype=np.single)
+        self._requires_eval = False  # the live logits are not from a decode (after load_state)
+        self._sampler: _core.Sampler | None = None
+        self.metadata: dict[str, str] = dict(self._model.metadata)
+        self.chat_format, self._template = resolve_template(
+            self._model, chat_format, self._special_text(self._model.token_bos), self._special_text(self._model.token_eos)
+        )
+        self._init_args = init_args
+
+    # ------------------------------------------------------------------ info
+    @property
+    def model(self) -> _core.Model:
+        return self._model
+
+    @property
+    def _input_ids(self) -> npt.NDArray[np.intc]:
+        return self.input_ids[: self.n_tokens]
+
+    @property
+    def _scores(self) -> npt.NDArray[np.single]:
+        return self.scores[: self.n_tokens, :]
+
+    @property
+    def eval_tokens(self) -> list[int]:
+        return self._input_ids.tolist()
+
+    @property
+    def eval_logits(self) -> list[list[float]]:
+        return self._scores.tolist()
+
+    def n_ctx(self) -> int:
+        return self._n_ctx
+
+    def n_embd(self) -> int:
+        return self._model.n_embd
+
+    def n_vocab(self) -> int:
+        return self._n_vocab
+
+    def token_bos(self) -> int:
+        return self._model.token_bos
+
+    def token_eos(self) -> int:
+        return self._model.token_eos
+
+    def token_nl(self) -> int:
+        return self._model.token_nl
+
+    def pooling_type(self) -> int:
+        return self._context().pooling
+
+    def tokenizer(self) -> LlamaTokenizer:
+        return LlamaTokenizer(self)
+
+    def _context(self) -> _core.Context:
+        if self.ctx is None:
+            raise RuntimeError("this Llama was loaded with vocab_only=True (or closed): it has no context")
+        return self.ctx
+
+    def _special_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._model.token_to_piece(token, special=True).decode("utf-8", errors="replace")
+
+    # ---------------------------------------------------------------- tokens
+    def tokenize(self, text: bytes | str, add_bos: bool = True, special: bool = False) -> list[int]:
+        """Token ids of ``text`` (bytes as llama-cpp-python; a str is taken too)."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return self._model.tokenize(text, add_bos, special)
+
+    def detokenize(
+        self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False
+    ) -> bytes:
+        return detokenize_bytes(self._model, tokens, special)
+
+    # ------------------------------------------------------------ low level
+    def set_cache(self, cache: BaseLlamaCache | None) -> None:
+        self.cache = cache
+
+    def set_seed(self, seed: int) -> None:
+        self._seed = seed
+
+    def reset(self) -> None:
+        """Forget the evaluated tokens (the next ``eval`` overwrites the cache from 0)."""
+        self.n_tokens = 0
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        """Evaluate ``tokens`` after the ``n_tokens`` already evaluated."""
+        ctx = self._context()
+        tokens = [int(t) for t in tokens]
+        if self.n_tokens + len(tokens) > self._n_ctx:
+            raise ValueError(
+                f"evaluating {len(tokens)} tokens after {self.n_tokens} exceeds the context of {self._n_ctx}"
+            )
+        with self._lock:
+            ctx.seq_rm(0, self.n_tokens, -1)
+            for start in range(0, len(tokens), self.n_batch):
+                chunk = tokens[start : start + self.n_batch]
+                n_past = self.n_tokens
+                self._batch.clear()
+                self._batch.add_sequence(chunk, n_past, 0, True)
+                if self._logits_all:
+                    for k in range(len(chunk)):
+                        self._batch.set_logits(k, True)
+                ctx.decode(self._batch)
+                self.input_ids[n_past : n_past + len(chunk)] = chunk
+                if self._logits_all:
+                    for k in range(len(chunk)):
+                        self.scores[n_past + k, :] = ctx.logits_ith(k)
+                self.n_tokens += len(chunk)
+                self._requires_eval = False
+
+    def _chain(
+        self,
+        args: SamplerArgs,
+        grammar: Any = None,
+        triggers: list[str] | None = None,
+        logit_bias: Mapping[Any, float] | None = None,
+    ) -> _core.Sampler:
+        return build_chain(
+            self._model,
+            args,
+            seed=self._seed,
+            last_n=self.last_n_tokens_size,
+            grammar=grammar_text(grammar),
+            triggers=triggers,
+            logit_bias=logit_bias,
+        )
+
+    def _draw(self, chain: _core.Sampler, ridx: int, logits_processor: Any) -> int:
+        ctx = self._context()
+        if logits_processor:
+            # Python stage first, as llama-cpp-python's custom sampler; the rest in C++
+            logits = np.array(ctx.logits_ith(ridx), dtype=np.single, copy=True)
+            logits = np.asarray(logits_processor(self._input_ids, logits), dtype=np.single)
+            return chain.sample_logits(logits)
+        return chain.sample(ctx, ridx)
+
+    def sample(
+        self,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        typical_p: float = 1.0,
+        temp: float = 0.80,
+        repeat_penalty: float = 1.0,
+        frequency_penalty: float = 0.0,
+        presence_penalty: float = 0.0,
+        tfs_z: float = 1.0,
+        mirostat_mode: int = 0,
+        mirostat_eta: float = 0.1,
+        mirostat_tau: float = 5.0,
+        penalize_nl: bool = True,
+        logits_processor: Any = None,
+        grammar: Any = None,
+        idx: int | None = None,
+    ) -> int:
+        """Sample a token from the logits at absolute position ``idx`` (default: the last)."""
+        if self.n_tokens <= 0:
+            raise RuntimeError("nothing evaluated yet: call eval() first")
+        with self._lock:
+            chain = self._sampler
+            if chain is None:
+                args = SamplerArgs(
+                    top_k, top_p, min_p, typical_p, temp, repeat_penalty, frequency_penalty,
+                    presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta, penalize_nl,
+                )  # fmt: skip
+                chain = self._chain(args, grammar)
+            ridx = idx - self.n_tokens if idx is not None else -1
+            return self._draw(chain, ridx, logits_processor)
+
+    def generate(
+        self,
+        tokens: Sequence[int] | str,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        typical_p: float = 1.0,
+        temp: float = 0.80,
+        repeat_penalty: float = 1.0,
+        reset: bool = True,
+        frequency_penalty: float = 0.0,
+        presence_penalty: float = 0.0,
+        tfs_z: float = 1.0,
+        mirostat_mode: int = 0,
+        mirostat_tau: float = 5.0,
+        mirostat_eta: float = 0.1,
+        penalize_nl: bool = True,
+        logits_processor: Any = None,
+        stopping_criteria: Any = None,
+        grammar: Any = None,
+        *,
+        logit_bias: Mapping[Any, float] | None = None,
+        grammar_triggers: list[str] | None = None,
+    ) -> Iterator[int]:
+        """Yield sampled tokens without end (end-of-generation tokens included): the caller
+        stops. ``send(tokens)`` appends tokens after the one just yielded. With ``reset``
+        the longest prefix already evaluated is kept. A str is tokenized first (pyllama)."""
+        args = SamplerArgs(
+            top_k, top_p, min_p, typical_p, temp, repeat_penalty, frequency_penalty,
+            presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta, penalize_nl,
+        )  # fmt: skip
+        if isinstance(tokens, str):
+            tokens = self._model.tokenize(tokens, True, True)
+        with self._lock:
+            chain = self._chain(args, grammar, grammar_triggers, logit_bias)
+            toks = [int(t) for t in tokens]
+            if reset and self.n_tokens > 0:
+                prefix = longest_token_prefix(self._input_ids.tolist(), toks)
+                consumed = prefix == len(toks)
+                if consumed and self.n_tokens == len(toks) and not self._requires_eval:
+                    reset, toks = False, []  # the live logits are this prompt's: sample now
+                else:
+                    keep = prefix - 1 if consumed else prefix  # re-decode one for its logits
+                    if keep > 0:
+                        reset, toks = False, toks[keep:]
+                        self.n_tokens = keep
+                        self._context().seq_rm(0, keep, -1)
+                        self._requires_eval = True
+            if reset:
+                self.reset()
+            sample_idx = self.n_tokens + len(toks) - 1
+            while True:
+                self.eval(toks)
+                while sample_idx < self.n_tokens:
+                    token = self._draw(chain, sample_idx - self.n_tokens, logits_processor)
+                    sample_idx += 1
+                    if stopping_criteria is not None:
+                        row = self.scores[min(sample_idx - 1, len(self.scores) - 1)] if self._logits_all else self.scores[0]
+                        if stopping_criteria(self._input_ids[:sample_idx], row):
+                            return
+                    extra = yield token
+                    toks = [token, *(int(t) for t in (extra or ()))]
+                    if sample_idx < self.n_tokens and token != self.input_ids[sample_idx]:
+                        self.n_tokens = sample_idx
+                        self._context().seq_rm(0, self.n_tokens, -1)
+                        self._requires_eval = True
+                        break
+
+    # ----------------------------------------------------------------- state
+    def save_state(self) -> LlamaState:
+        with self._lock:
+            data = self._context().seq_state_get(0)
+            rows = self.n_tokens if self._logits_all else 0
+            return LlamaState(
+                input_ids=self.input_ids.copy(),
+                scores=self.scores[:rows, :].copy(),
+                n_tokens=self.n_tokens,
+                llama_state=data,
+                llama_state_size=len(data),
+                seed=self._seed,
+            )
+
+    def load_state(self, state: LlamaState) -> None:
+        with self._lock:
+            ctx = self._context()
+            ctx.seq_rm(0, -1, -1)
+            ctx.seq_state_set(state.llama_state, 0)
+            self.input_ids[:] = state.input_ids
+            if len(state.scores):
+                self.scores[: len(state.scores), :] = state.scores
+            self.n_tokens = state.n_tokens
+            self._seed = state.seed
+            self._requires_eval = True
+
+    # ----------------------------------------------------------- completions
+    def _tokens_for(self, prompt: Prompt, suffix: str | None) -> list[int]:
+        tokens = prompt_tokens(self._model, prompt, suffix)
+        if len(tokens) >= self._n_ctx:
+            raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {self._n_ctx}")
+        return tokens
+
+    def _pieces(
+        self,
+        tokens: list[int],
+        *,
+        max_tokens: int | None,
+        stop: Any,
+        n_logprobs: int | None,
+        seed: int | None,
+        args: SamplerArgs,
+        stopping_criteria: Any,
+        logits_processor: Any,
+        grammar: Any,
+        triggers: list[str] | None,
+        logit_bias: Mapping[Any, float] | None,
+        preserved: Sequence[int] = (),
+    ) -> Iterator[dict[str, Any]]:
+        """The generation loop of completions and chat: pieces (see ``responses``)."""
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        if not all(isinstance(s, str) for s in stops):
+            raise ValueError("stop must be a string or a list of strings")
+        if n_logprobs is not None and not self._logits_all:
+            raise ValueError("logprobs is not supported for models created with logits_all=False")
+        limit = self._n_ctx - len(tokens)
+        if max_tokens is not None and 0 < max_tokens < limit:
+            limit = max_tokens
+        self._cache_load(tokens)
+        self.set_seed(seed if seed is not None else random.Random(self._seed).randint(0, 2**32))
+        assembler = _core.TextStream(stops)
+        finish, n = "length", 0
+        produced: list[int] = []
+        with self._lock:
+            gen = self.generate(
+                tokens,
+                top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, typical_p=args.typical_p,
+                temp=args.temp, repeat_penalty=args.repeat_penalty, frequency_penalty=args.frequency_penalty,
+                presence_penalty=args.presence_penalty, tfs_z=args.tfs_z, mirostat_mode=args.mirostat_mode,
+                mirostat_tau=args.mirostat_tau, mirostat_eta=args.mirostat_eta, penalize_nl=args.penalize_nl,
+                logits_processor=logits_processor, stopping_criteria=stopping_criteria, grammar=grammar,
+                logit_bias=logit_bias, grammar_triggers=triggers,
+            )  # fmt: skip
+            try:
+                for token in gen:
+                    if self._model.is_eog(token):
+                        finish = "stop"
+                        break
+                    n += 1
+                    produced.append(token)
+                    lp = None
+                    if n_logprobs is not None:
+                        row = self.scores[self.n_tokens - 1]  # the logits this token was drawn from
+                        lp = token_logprobs(row, token, n_logprobs, self._piece_text)
+                    text = assembler.push(self._model.token_to_piece(token, token in preserved))
+                    yield {"text": text.decode("utf-8", errors="replace"), "token": token, "logprobs": lp}
+                    if assembler.stopped:
+                        finish = "stop"
+                        break
+                    if n >= limit:
+                        break
+                else:
+                    finish = "stop"  # a stopping criterion ended it
+            finally:
+                gen.close()
+            tail = assembler.flush()
+            if tail:
+                yield {"text": tail.decode("utf-8", errors="replace"), "token": None, "logprobs": None}
+            if self.cache is not None:
+                self.cache[tokens + produced] = self.save_state()
+        yield {"finish_reason": finish, "completion_tokens": n}
+
+    def _cache_load(self, tokens: list[int]) -> None:
+        if self.cache is None:
+            return
+        try:
+            item = self.cache[tokens]
+        except KeyError:
+            return
+        cached = longest_token_prefix(item.input_ids[: item.n_tokens].tolist(), tokens)
+        if cached > longest_token_prefix(self._input_ids.tolist(), tokens):
+            self.load_state(item)
+
+    def _piece_text(self, token: int) -> str:
+        return self._model.token_to_piece(token, False).decode("utf-8", errors="replace")
+
+    def create_completion(
+        self,
+        prompt: Prompt,
+        suffix: str | None = None,
+        max_tokens: int | None = 16,
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        typical_p: float = 1.0,
+        logprobs: int | None = None,
+        echo: bool = False,
+        stop: str | list[str] | None = [],  # noqa: B006 - llama-cpp-python's default, never mutated
+        frequency_penalty: float = 0.0,
+        presence_penalty: float = 0.0,
+        repeat_penalty: float = 1.0,
+        top_k: int = 40,
+        stream: bool = False,
+        seed: int | None = None,
+        tfs_z: float = 1.0,
+        mirostat_mode: int = 0,
+        mirostat_tau: float = 5.0,
+        mirostat_eta: float = 0.1,
+        model: str | None = None,
+        stopping_criteria: Any = None,
+        logits_processor: Any = None,
+        grammar: Any = None,
+        logit_bias: Mapping[Any, float] | None = None,
+    ) -> Any:
+        """A ``text_completion`` dict, or an iterator of chunks with ``stream=True``."""
+        if logprobs is not None and not 0 <= logprobs:
+            raise ValueError("logprobs must be >= 0")
+        tokens = self._tokens_for(prompt, suffix)
+        args = SamplerArgs(
+            top_k, top_p, min_p, typical_p, temperature, repeat_penalty, frequency_penalty,
+            presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta,
+        )  # fmt: skip
+        args.check()
+        pieces = self._pieces(
+            tokens, max_tokens=max_tokens, stop=stop, n_logprobs=logprobs, seed=seed, args=args,
+            stopping_criteria=stopping_criteria, logits_processor=logits_processor,
+            grammar=grammar, triggers=None, logit_bias=logit_bias,
+        )  # fmt: skip
+        prefix = ""
+        if echo:
+            prefix = prompt if isinstance(prompt, str) else self.detokenize(tokens).decode("utf-8", errors="replace")
+        shaper = CompletionShaper(
+            envelope("text_completion", model or self.model_path), len(tokens), prefix, len(prefix)
+        )
+        if stream:
+            return self._stream_completion(shaper, pieces, prefix)
+        return shaper.response(pieces)
+
+    @staticmethod
+    def _stream_completion(
+        shaper: CompletionShaper, pieces: Iterator[dict[str, Any]], prefix: str
+    ) -> Iterator[dict[str, Any]]:
+        if prefix:
+            yield shaper._choice(prefix, None, None)
+        yield from shaper.chunks(pieces)
+
+    __call__ = create_completion
+
+    # ------------------------------------------------------------------ chat
+    def create_chat_completion(
+        self,
+        messages: Any,
+        functions: list[dict[str, Any]] | None = None,
+        function_call: Any = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        temperature: float = 0.2,
+        top_p: float = 0.95,
+        top_k: int = 40,
+        min_p: float = 0.05,
+        typical_p: float = 1.0,
+        stream: bool = False,
+        stop: str | list[str] | None = [],  # noqa: B006 - llama-cpp-python's default, never mutated
+        seed: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        presence_penalty: float = 0.0,
+        frequency_penalty: float = 0.0,
+        repeat_penalty: float = 1.0,
+        tfs_z: float = 1.0,
+        mirostat_mode: int = 0,
+        mirostat_tau: float = 5.0,
+        mirostat_eta: float = 0.1,
+        model: str | None = None,
+        logits_processor: Any = None,
+        grammar: Any = None,
+        logit_bias: Mapping[Any, float] | None = None,
+        logprobs: bool | None = None,
+        top_logprobs: int | None = None,
+    ) -> Any:
+        """A ``chat.completion`` dict, or an iterator of ``chat.completion.chunk`` s."""
+        call = dict(locals())
+        del call["self"]
+        if self.chat_handler is not None:
+            return self.chat_handler(llama=self, **call)
+        plan = plan_chat(
+            self._model, self._template, messages,
+            functions=functions, function_call=function_call, tools=tools, tool_choice=tool_choice,
+            response_format=response_format, grammar=grammar_text(grammar),
+        )  # fmt: skip
+        if len(plan.tokens) >= self._n_ctx:
+            raise ValueError(f"Requested tokens ({len(plan.tokens)}) exceed context window of {self._n_ctx}")
+        args = SamplerArgs(
+            top_k, top_p, min_p, typical_p, temperature, repeat_penalty, frequency_penalty,
+            presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta,
+        )  # fmt: skip
+        args.check()
+        pieces = self._pieces(
+            plan.tokens, max_tokens=max_tokens, stop=stop,
+            n_logprobs=(top_logprobs or 0) if logprobs else None, seed=seed, args=args,
+            stopping_criteria=None, logits_processor=logits_processor, grammar=plan.grammar,
+            triggers=plan.triggers, logit_bias=logit_bias, preserved=plan.preserved,
+        )  # fmt: skip
+        shaper = ChatShaper(envelope("chat.completion", model or self.model_path), plan, bool(logprobs))
+        if stream:
+            return shaper.chunks(pieces)
+        return shaper.response(pieces, len(plan.tokens))
+
+    def create_chat_completion_openai_v1(self, *args: Any, **kwargs: Any) -> Any:
+        """``create_chat_completion`` as the openai package's types."""
+        try:
+            from openai.types.chat import ChatCompletion, ChatCompletionChunk
+        except ImportError as e:
+            raise ImportError("create_chat_completion_openai_v1 needs the openai package") from e
+        out = self.create_chat_completion(*args, **kwargs)
+        if kwargs.get("stream"):
+            return (ChatCompletionChunk(**chunk) for chunk in out)
+        return ChatCompletion(**out)
+
+    # ------------------------------------------------------------ embeddings
+    def embed(
+        self,
+        input: str | list[str],
+        normalize: bool = False,
+        truncate: bool = True,
+        return_count: bool = False,
+    ) -> Any:
+        """One vector for a str, a list of vectors for a list (per-token vectors when the
+        model pools nothing). Needs ``embedding=True``. Clears the evaluated tokens."""
+        if not self._embedding:
+            raise RuntimeError("Llama model must be created with embedding=True to call this method")
+        with self._lock:
+            vectors, total = embed_texts(self._model, self._context(), input, self.n_batch, normalize, truncate)
+            self.n_tokens = 0
+        out = vectors[0] if isinstance(input, str) else vectors
+        return (out, total) if return_count else out
+
+    def create_embedding(self, input: str | list[str], model: str | None = None) -> dict[str, Any]:
+        items = input if isinstance(input, list) else [input]
+        vectors, total = self.embed(items, return_count=True)
+        return embedding_response(vectors, total, model or self.model_path)
+
+    # ------------------------------------------------------------------ misc
+    @staticmethod
+    def logits_to_logprobs(logits: npt.ArrayLike, axis: int = -1) -> npt.NDArray[np.single]:
+        x = np.asarray(logits, dtype=np.single)
+        m = np.max(x, axis=axis, keepdims=True)
+        out = x - m
+        with np.errstate(divide="ignore"):
+            out -= np.log(np.sum(np.exp(out), axis=axis, keepdims=True))
+        return out
+
+    @staticmethod
+    def longest_token_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+        return longest_token_prefix(a, b)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        repo_id: str,
+        filename: str | None,
+        additional_files: list[str] | None = None,
+        local_dir: str | None = None,
+        local_dir_use_symlinks: bool | str = "auto",
+        cache_dir: str | None = None,
+        **kwargs: Any,
+    ) -> Llama:
+        """Download ``filename`` (a glob matching one file) of a hub repository into
+        llama.cpp's cache, as ``-hf``/``-hff`` do, and load it."""
+        from pyllama.llama.pretrained import fetch
+
+        path = fetch(repo_id, filename, additional_files, local_dir, cache_dir)
+        return cls(model_path=str(path), **kwargs)
+
+    def close(self) -> None:
+        with self._lock:
+            self.ctx = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __enter__(self) -> Llama:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self._init_args)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+

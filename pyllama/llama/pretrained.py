@@ -1,0 +1,29 @@
+"""``Llama.from_pretrained``: a hub repository's file into llama.cpp's cache (the same
+cache and code as ``-hf``/``-hff``), its path returned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyllama import hub
+
+__all__ = ["fetch"]
+
+
+def fetch(
+    repo_id: str,
+    filename: str | None,
+    additional_files: list[str] | None,
+    local_dir: str | None,
+    cache_dir: str | None,
+) -> Path:
+    if not filename:
+        raise ValueError("from_pretrained needs a filename (a glob matching one GGUF file)")
+    if additional_files:
+        raise ValueError("additional_files is not supported: split GGUF parts are fetched with the first")
+    if local_dir is not None or cache_dir is not None:
+        raise ValueError(
+            "local_dir/cache_dir are not supported: files go to llama.cpp's cache "
+            "(set LLAMA_CACHE to move it)"
+        )
+    return hub.download(repo_id, filename=filename)
