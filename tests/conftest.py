@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pyllama.models import demo_model
+from pyllama.models import demo_model, embedding_model
 
 from helpers.servers import running_server
 from helpers.thinking import THINKING_TEMPLATE
@@ -24,10 +24,16 @@ def smollm_path() -> str:
 
 
 @pytest.fixture(scope="session")
+def minilm_path() -> str:
+    """all-MiniLM-L6-v2 converted to GGUF (pyllama.convert_bert; see pyllama.models)."""
+    return embedding_model()
+
+
+@pytest.fixture(scope="session")
 def llm(smollm_path: str):
     from pyllama import Llama
 
-    return Llama(smollm_path, n_ctx=2048, n_threads=2, seed=42)
+    return Llama(smollm_path, n_ctx=2048, n_threads=2, seed=42, verbose=False)
 
 
 @pytest.fixture(scope="session")

@@ -648,6 +648,16 @@ class Llama:
             return shaper.chunks(pieces)
         return shaper.response(pieces, len(plan.tokens))
 
+    def apply_chat_template(
+        self, messages: Any, add_generation_prompt: bool = True, tools: Any = None, **extra: Any
+    ) -> str:
+        """The prompt text the chat template makes of ``messages`` (pyllama)."""
+        from pyllama.chat import validate_messages
+
+        return self._template.render(
+            validate_messages(messages), add_generation_prompt=add_generation_prompt, tools=tools, **extra
+        )
+
     def create_chat_completion_openai_v1(self, *args: Any, **kwargs: Any) -> Any:
         """``create_chat_completion`` as the openai package's types."""
         try:

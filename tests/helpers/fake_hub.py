@@ -4,6 +4,7 @@ It answers the requests that both hub clients in play make, over plain HTTP:
 ``pyllama.hub`` and llama.cpp's downloader (``common/hf-cache.cpp``, ``common/download.cpp``;
 llama-server built without TLS can reach nothing else)::
 
+    GET  /api/models/ORG/REPO[/revision/REV]        {"id", "sha", "siblings": [{"rfilename"}]}
     GET  /api/models/ORG/REPO/refs                  {"branches": [{"name": "main",
                                                      "targetCommit": C}], ...}
     GET  /api/models/ORG/REPO/tree/REV?recursive=true
@@ -165,11 +166,14 @@ class FakeHub:
             h.wfile.write(data)
 
     def answer(self, h: BaseHTTPRequestHandler, head: bool) -> None:
-        parts = unquote(urlsplit(h.path).path).strip("/").split("/")
-        if parts[:2] == ["api", "models"] and len(parts) >= 5:
+        # "." segments dropped: huggingface_hub asks for resolve/REV/./FILE
+        parts = [p for p in unquote(urlsplit(h.path).path).strip("/").split("/") if p != "."]
+        if parts[:2] == ["api", "models"] and len(parts) >= 4:
             repo = self.repos.get(f"{parts[2]}/{parts[3]}")
             if repo is None:
                 return self._json(h, 404, {"error": "Repository not found"}, head)
+            if len(parts) == 4 or (parts[4] == "revision" and parts[5:] in ([repo.commit], ["main"])):
+                return self._json(h, 200, self._info(f"{parts[2]}/{parts[3]}", repo), head)
             if parts[4:] == ["refs"]:
                 branch = {"name": "main", "ref": "refs/heads/main", "targetCommit": repo.commit}
                 body = {"branches": [branch], "converts": [], "tags": []}
@@ -199,8 +203,17 @@ class FakeHub:
             name = "/".join(parts[4:])
             if repo is None or parts[3] != repo.commit or name not in repo.files:
                 return self._json(h, 404, {"error": "Not found"}, head)
-            return self._send_file(h, repo, name, head, {})
+            # huggingface_hub follows a redirect to the same host and wants the hub's
+            # headers at its end (the real file store is another host it does not follow)
+            extra = {"X-Repo-Commit": repo.commit, "X-Linked-Etag": f'"{repo.files[name].sha256()}"'}
+            return self._send_file(h, repo, name, head, extra)
         return self._json(h, 404, {"error": "Not found"}, head)
+
+    @staticmethod
+    def _info(repo_id: str, repo: FakeRepo) -> dict[str, Any]:
+        """The model info (huggingface_hub's ``model_info``, which its file system asks)."""
+        siblings = [{"rfilename": name} for name in repo.files]
+        return {"id": repo_id, "modelId": repo_id, "sha": repo.commit, "private": False, "siblings": siblings}
 
     @staticmethod
     def _tree(repo: FakeRepo) -> list[dict[str, Any]]:

@@ -25,11 +25,6 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def minilm_path() -> str:
-    return embedding_model()
-
-
-@pytest.fixture(scope="module")
 def minilm(minilm_path: str) -> _core.Model:
     return _core.Model(minilm_path)
 
@@ -189,8 +184,8 @@ def test_engine_embeddings_match_numpy(minilm: _core.Model, reference: list[np.n
 
 
 def test_llama_embed_matches_numpy(minilm_path: str, reference: list[np.ndarray]):
-    with Llama(minilm_path, n_ctx=512, n_threads=2) as llm:
-        got = np.array(llm.embed(SENTENCES))
+    with Llama(minilm_path, n_ctx=512, n_threads=2, embedding=True, verbose=False) as llm:
+        got = np.array(llm.embed(SENTENCES, normalize=True))
     assert got.shape == (len(SENTENCES), 384)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
     for text, g, ref in zip(SENTENCES, got, reference):
@@ -198,7 +193,7 @@ def test_llama_embed_matches_numpy(minilm_path: str, reference: list[np.ndarray]
 
 
 def test_semantic_similarity(minilm_path: str):
-    with Llama(minilm_path, n_ctx=512, n_threads=2) as llm:
-        food, bread, baby = (np.array(v) for v in llm.embed(SENTENCES[:3]))
+    with Llama(minilm_path, n_ctx=512, n_threads=2, embedding=True, verbose=False) as llm:
+        food, bread, baby = (np.array(v) for v in llm.embed(SENTENCES[:3], normalize=True))
     assert food @ bread > food @ baby
     assert food @ bread > 0.5
