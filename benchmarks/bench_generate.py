@@ -23,13 +23,19 @@ from pathlib import Path
 def bench_pyllama(model: str, threads: int, n: int, repeat: int) -> list[float]:
     from pyllama import Llama
 
-    llm = Llama(model, n_ctx=max(512, n + 16), n_threads=threads)
-    bos = llm.model.token_bos
+    llm = Llama(model, n_ctx=max(512, n + 16), n_threads=threads, verbose=False)
+    bos = llm.token_bos()
     rates = []
     for _ in range(repeat + 1):  # first run warms up
         llm.reset()
         start = time.perf_counter()
-        count = sum(1 for _ in llm.generate([bos], max_tokens=n, temperature=0, ignore_eos=True))
+        count = 0
+        gen = llm.generate([bos], temp=0)  # endless, as llama-cpp-python's: EOS is not special
+        for _ in gen:
+            count += 1
+            if count == n:
+                break
+        gen.close()
         rates.append(count / (time.perf_counter() - start))
     return rates[1:]
 

@@ -54,7 +54,7 @@ def main() -> int:
         [args.server, "-m", model, "-t", str(args.threads), "-c", str(args.ctx), "-np", "1"]
     )
     try:
-        llm = Llama(model, n_ctx=args.ctx, n_threads=args.threads)
+        llm = Llama(model, n_ctx=args.ctx, n_threads=args.threads, verbose=False)
         same = 0
         for p in PROMPTS:
             theirs = post(

@@ -1,3 +1,4 @@
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
@@ -35,6 +36,20 @@ void register_sampler(py::module_ & m) {
             },
             py::arg("ctx"), py::arg("idx") = -1,
             "Sample from output idx of ctx's last decode and accept the token.")
+        .def(
+            "sample_logits",
+            [](Sampler & smpl, py::array_t<float, py::array::c_style | py::array::forcecast> logits) {
+                if (logits.ndim() != 1) throw std::invalid_argument("logits must be one-dimensional");
+                const float * data = logits.data();
+                const size_t n = static_cast<size_t>(logits.size());
+                smpl.get();
+                // the array is kept alive by the caller's reference; sorting needs no GIL
+                py::gil_scoped_release release;
+                return smpl.sample_logits(data, n);
+            },
+            py::arg("logits"),
+            "Apply the stages to these logits (one per vocabulary entry), accept and return "
+            "the selected token.")
         // stages
         .def_static("greedy", &s::greedy)
         .def_static("dist", &s::dist, py::arg("seed") = LLAMA_DEFAULT_SEED)

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         path = path or demo_model()
         check_model_file(path)
         with quiet_load():
-            llm = Llama(path, n_ctx=2048, n_threads=args.threads)
+            llm = Llama(path, n_ctx=2048, n_threads=args.threads, n_gpu_layers=-1, verbose=False)
     except Exception as e:  # one line saying which file and why, not a traceback
         print(f"pyllama: {load_failure(path, e)}", file=sys.stderr)
         return 1

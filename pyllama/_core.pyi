@@ -386,6 +386,10 @@ class Sampler:
         """
         Sample from output idx of ctx's last decode and accept the token.
         """
+    def sample_logits(self, logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> int:
+        """
+        Apply the stages to these logits (one per vocabulary entry), accept and return the selected token.
+        """
     @property
     def empty(self) -> bool:
         ...

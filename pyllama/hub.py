@@ -529,7 +529,11 @@ def _pull(
 
 def match_one(paths: list[str], pattern: str, repo: str) -> str:
     """The one path matching the glob ``pattern`` (by full path or file name)."""
-    found = [p for p in paths if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(p.rsplit("/", 1)[-1], pattern)]
+    found = [
+        p
+        for p in paths
+        if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(p.rsplit("/", 1)[-1], pattern)
+    ]
     if len(found) != 1:
         listed = ", ".join(found or paths) or "none"
         what = "no file" if not found else f"{len(found)} files"
@@ -607,7 +611,9 @@ def download(
             raise HubError(str(e) or type(e).__name__) from e
         by_path = {f.path: f for f in files}
         primary = (
-            match_one(list(by_path), filename, repo) if filename else find_best_model(list(by_path), tag)
+            match_one(list(by_path), filename, repo)
+            if filename
+            else find_best_model(list(by_path), tag)
         )
         if primary is None:
             ggufs = ", ".join(p for p in by_path if p.endswith(".gguf")) or "none"

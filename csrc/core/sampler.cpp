@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "core/log.hpp"
 #include "json-schema-to-grammar.h"
@@ -30,6 +31,19 @@ llama_sampler * Sampler::release() {
 }
 
 Sampler Sampler::clone() const { return Sampler(llama_sampler_clone(get())); }
+
+llama_token Sampler::sample_logits(const float * logits, size_t n_vocab) {
+    require(n_vocab > 0, "no logits to sample from");
+    std::vector<llama_token_data> cur(n_vocab);
+    for (size_t i = 0; i < n_vocab; ++i) cur[i] = {static_cast<llama_token>(i), logits[i], 0.0f};
+    llama_token_data_array arr{cur.data(), cur.size(), -1, false};
+    llama_sampler_apply(get(), &arr);
+    if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size)
+        throw std::runtime_error("the sampler selected no token");
+    const llama_token t = arr.data[arr.selected].id;
+    llama_sampler_accept(get(), t);
+    return t;
+}
 
 Sampler Sampler::chain(bool no_perf) {
     llama_sampler_chain_params cp = llama_sampler_chain_default_params();

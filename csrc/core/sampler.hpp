@@ -26,6 +26,10 @@ public:
     void accept(llama_token t) { llama_sampler_accept(get(), t); }
     void reset() { llama_sampler_reset(get()); }
     Sampler clone() const;
+    // Apply the stages to caller-supplied logits (one per vocabulary entry), pick the
+    // selected token and accept it: llama_sampler_sample without a context, for logits a
+    // Python processor has rewritten.
+    llama_token sample_logits(const float * logits, size_t n_vocab);
 
     // chains
     static Sampler chain(bool no_perf);

@@ -43,7 +43,9 @@ class AsyncLlama(EngineLlama):
                 elif ev.done:
                     yield self._final_piece(ev)
 
-    async def _completion_chunks(self, job: CallJob, stream: TaskStream) -> AsyncIterator[dict[str, Any]]:
+    async def _completion_chunks(
+        self, job: CallJob, stream: TaskStream
+    ) -> AsyncIterator[dict[str, Any]]:
         shaper = job.shaper
         if job.prefix:
             yield shaper._choice(job.prefix, None, None)  # type: ignore[union-attr]
@@ -81,7 +83,11 @@ class AsyncLlama(EngineLlama):
         return job.shaper.response(pieces, job.n_prompt)  # type: ignore[call-arg]
 
     async def embed(
-        self, input: str | list[str], normalize: bool = False, truncate: bool = True, return_count: bool = False
+        self,
+        input: str | list[str],
+        normalize: bool = False,
+        truncate: bool = True,
+        return_count: bool = False,
     ) -> Any:
         texts = [input] if isinstance(input, str) else list(input)
         tasks, total = self._embedding_tasks(texts, normalize, truncate)
@@ -92,8 +98,12 @@ class AsyncLlama(EngineLlama):
         out = vectors[0] if isinstance(input, str) else vectors
         return (out, total) if return_count else out
 
-    async def create_embedding(self, input: str | list[str], model: str | None = None) -> dict[str, Any]:
-        vectors, total = await self.embed(input if isinstance(input, list) else [input], return_count=True)
+    async def create_embedding(
+        self, input: str | list[str], model: str | None = None
+    ) -> dict[str, Any]:
+        vectors, total = await self.embed(
+            input if isinstance(input, list) else [input], return_count=True
+        )
         return embedding_response(vectors, total, model or self.model_path)
 
     def close(self) -> None:

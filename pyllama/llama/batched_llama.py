@@ -40,7 +40,9 @@ class BatchedLlama(EngineLlama):
             events.close()
 
     @staticmethod
-    def _completion_chunks(job: CallJob, pieces: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    def _completion_chunks(
+        job: CallJob, pieces: Iterator[dict[str, Any]]
+    ) -> Iterator[dict[str, Any]]:
         if job.prefix:
             yield job.shaper._choice(job.prefix, None, None)  # type: ignore[union-attr]
         yield from job.shaper.chunks(pieces)
@@ -68,7 +70,11 @@ class BatchedLlama(EngineLlama):
         return job.shaper.response(pieces, job.n_prompt)  # type: ignore[call-arg]
 
     def embed(
-        self, input: str | list[str], normalize: bool = False, truncate: bool = True, return_count: bool = False
+        self,
+        input: str | list[str],
+        normalize: bool = False,
+        truncate: bool = True,
+        return_count: bool = False,
     ) -> Any:
         texts = [input] if isinstance(input, str) else list(input)
         tasks, total = self._embedding_tasks(texts, normalize, truncate)
@@ -85,7 +91,9 @@ class BatchedLlama(EngineLlama):
         return (out, total) if return_count else out
 
     def create_embedding(self, input: str | list[str], model: str | None = None) -> dict[str, Any]:
-        vectors, total = self.embed(input if isinstance(input, list) else [input], return_count=True)
+        vectors, total = self.embed(
+            input if isinstance(input, list) else [input], return_count=True
+        )
         return embedding_response(vectors, total, model or self.model_path)
 
     def __enter__(self) -> BatchedLlama:

@@ -95,12 +95,16 @@ LlamaCache = LlamaRAMCache  # llama-cpp-python's alias
 class LlamaDiskCache(BaseLlamaCache):
     """States on disk through the ``diskcache`` package (``pip install diskcache``)."""
 
-    def __init__(self, cache_dir: str = ".cache/llama_cache", capacity_bytes: int = 2 << 30) -> None:
+    def __init__(
+        self, cache_dir: str = ".cache/llama_cache", capacity_bytes: int = 2 << 30
+    ) -> None:
         super().__init__(capacity_bytes)
         try:
             import diskcache
         except ImportError as e:
-            raise ImportError("LlamaDiskCache needs the diskcache package: pip install diskcache") from e
+            raise ImportError(
+                "LlamaDiskCache needs the diskcache package: pip install diskcache"
+            ) from e
         self.cache = diskcache.Cache(cache_dir)
 
     @property

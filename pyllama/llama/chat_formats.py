@@ -37,7 +37,9 @@ def resolve_template(
     if chat_format is None:
         source = model.chat_template()
         if source:
-            return "chat_template.default", make_template(source, bos_token=bos_token, eos_token=eos_token)
+            return "chat_template.default", make_template(
+                source, bos_token=bos_token, eos_token=eos_token
+            )
         chat_format = "llama-2"
     if chat_format.startswith("chat_template."):
         name = chat_format.removeprefix("chat_template.")

@@ -104,13 +104,17 @@ def _as_tools(
     return tools, tool_choice
 
 
-def _choice(choice: Any, functions: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], str | None]:
+def _choice(
+    choice: Any, functions: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]], str | None]:
     """("auto" | "required" | "none", the functions allowed, the named function)."""
     if choice is None:
         return "auto", functions, None
     if isinstance(choice, str):
         if choice not in ("auto", "required", "none"):
-            raise ValueError(f"invalid tool_choice {choice!r}: 'auto', 'none', 'required' or a function")
+            raise ValueError(
+                f"invalid tool_choice {choice!r}: 'auto', 'none', 'required' or a function"
+            )
         return choice, functions, None
     if isinstance(choice, Mapping):
         fn = choice.get("function")

@@ -48,7 +48,12 @@ def embed_texts(
         row = 0
         for seq, toks in enumerate(pending):
             if per_token:
-                out.append([_normalized(np.asarray(ctx.embeddings_ith(row + k)), normalize) for k in range(len(toks))])
+                out.append(
+                    [
+                        _normalized(np.asarray(ctx.embeddings_ith(row + k)), normalize)
+                        for k in range(len(toks))
+                    ]
+                )
             else:
                 out.append(_normalized(np.asarray(ctx.embeddings_seq(seq)), normalize))
             row += len(toks)
@@ -62,7 +67,9 @@ def embed_texts(
             raise ValueError(f"Requested tokens ({len(toks)}) exceed batch size of {limit}")
         toks = toks or [model.token_bos]
         total += len(toks)
-        if pending and (sum(len(t) for t in pending) + len(toks) > limit or len(pending) >= ctx.n_seq_max):
+        if pending and (
+            sum(len(t) for t in pending) + len(toks) > limit or len(pending) >= ctx.n_seq_max
+        ):
             flush()
         pending.append(toks)
     if pending:
@@ -74,7 +81,9 @@ def embed_texts(
 def embedding_response(vectors: list[Any], n_tokens: int, model: str) -> dict[str, Any]:
     return {
         "object": "list",
-        "data": [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vectors)],
+        "data": [
+            {"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vectors)
+        ],
         "model": model,
         "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
     }

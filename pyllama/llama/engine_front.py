@@ -19,10 +19,10 @@ from typing import Any, Union
 from pyllama import _core
 from pyllama.engine import default_threads, make_task
 from pyllama.llama import options
+from pyllama.llama.calls import sampler_args
 from pyllama.llama.chat_formats import resolve_template
 from pyllama.llama.chat_plan import ChatPlan, plan_chat
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
-from pyllama.llama.calls import sampler_args
 from pyllama.llama.sampler_chain import SamplerArgs, grammar_text
 from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes, prompt_tokens
 from pyllama.sampling import make_sampling_params
@@ -45,7 +45,10 @@ class CallJob:
 
 
 def _no_hooks(logits_processor: Any, stopping_criteria: Any) -> None:
-    for name, value in (("logits_processor", logits_processor), ("stopping_criteria", stopping_criteria)):
+    for name, value in (
+        ("logits_processor", logits_processor),
+        ("stopping_criteria", stopping_criteria),
+    ):
         if value:
             raise ValueError(
                 f"{name} runs Python at every token, which the batching engine cannot do: "
@@ -191,7 +194,11 @@ class EngineLlama:
         return dict(self.engine.metrics())
 
     def _special(self, token: int) -> str:
-        return "" if token < 0 else self._model.token_to_piece(token, True).decode("utf-8", errors="replace")
+        return (
+            ""
+            if token < 0
+            else self._model.token_to_piece(token, True).decode("utf-8", errors="replace")
+        )
 
     def _next_seed(self, seed: int | None) -> int:
         # as llama-cpp-python: each unseeded call draws the next seed from the last one
@@ -200,7 +207,9 @@ class EngineLlama:
             return self._seed & 0xFFFFFFFF
 
     # ------------------------------------------------------------------ jobs
-    def _sampling(self, args: SamplerArgs, seed: int | None, grammar: Any, logit_bias: Any) -> _core.SamplingParams:
+    def _sampling(
+        self, args: SamplerArgs, seed: int | None, grammar: Any, logit_bias: Any
+    ) -> _core.SamplingParams:
         args.check()
         if args.temp < 0:
             raise ValueError("temperature < 0 is not supported by the engine (use 0 for greedy)")
@@ -234,10 +243,14 @@ class EngineLlama:
         prompt, logprobs = call["prompt"], call["logprobs"]
         tokens = prompt_tokens(self._model, prompt, call["suffix"])
         if len(tokens) >= self._n_ctx:
-            raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {self._n_ctx}")
+            raise ValueError(
+                f"Requested tokens ({len(tokens)}) exceed context window of {self._n_ctx}"
+            )
         if logprobs is not None and logprobs < 0:
             raise ValueError("logprobs must be >= 0")
-        params = self._sampling(sampler_args(call), call["seed"], grammar_text(call["grammar"]), call["logit_bias"])
+        params = self._sampling(
+            sampler_args(call), call["seed"], grammar_text(call["grammar"]), call["logit_bias"]
+        )
         task = make_task(
             tokens,
             n_predict=self._n_predict(call["max_tokens"], len(tokens)),
@@ -247,9 +260,19 @@ class EngineLlama:
         )
         prefix = ""
         if call["echo"]:
-            prefix = prompt if isinstance(prompt, str) else self.detokenize(tokens).decode("utf-8", errors="replace")
+            prefix = (
+                prompt
+                if isinstance(prompt, str)
+                else self.detokenize(tokens).decode("utf-8", errors="replace")
+            )
         meta = envelope("text_completion", call["model"] or self.model_path)
-        return CallJob(task, CompletionShaper(meta, len(tokens), prefix, len(prefix)), len(tokens), logprobs, prefix=prefix)
+        return CallJob(
+            task,
+            CompletionShaper(meta, len(tokens), prefix, len(prefix)),
+            len(tokens),
+            logprobs,
+            prefix=prefix,
+        )
 
     def _chat_job(self, call: Mapping[str, Any]) -> CallJob:
         """A bound ``chat_call`` as a task."""
@@ -277,11 +300,17 @@ class EngineLlama:
             preserved_tokens=list(plan.preserved),
         )
         meta = envelope("chat.completion", call["model"] or self.model_path)
-        return CallJob(task, ChatShaper(meta, plan, bool(call["logprobs"])), n, n_top, plan.preserved)
+        return CallJob(
+            task, ChatShaper(meta, plan, bool(call["logprobs"])), n, n_top, plan.preserved
+        )
 
-    def _embedding_tasks(self, texts: list[str], normalize: bool, truncate: bool) -> tuple[list[_core.TaskParams], int]:
+    def _embedding_tasks(
+        self, texts: list[str], normalize: bool, truncate: bool
+    ) -> tuple[list[_core.TaskParams], int]:
         if not self._embedding:
-            raise RuntimeError("Llama model must be created with embedding=True to call this method")
+            raise RuntimeError(
+                "Llama model must be created with embedding=True to call this method"
+            )
         tasks, total = [], 0
         limit = min(self.n_batch, self._n_ctx)
         for text in texts:
@@ -313,7 +342,11 @@ class EngineLlama:
             text = self._piece(ev.token)
             top = [(self._piece(t), t, lp_) for t, lp_ in ev.top[: job.n_top]]
             lp = {"token": text, "logprob": ev.logprob, "top": top}
-        return {"text": ev.text.decode("utf-8", errors="replace"), "token": ev.token, "logprobs": lp}
+        return {
+            "text": ev.text.decode("utf-8", errors="replace"),
+            "token": ev.token,
+            "logprobs": lp,
+        }
 
     def _piece(self, token: int) -> str:
         return self._model.token_to_piece(token, False).decode("utf-8", errors="replace")
@@ -332,4 +365,3 @@ def _stops(stop: Any) -> list[str]:
     if not all(isinstance(s, str) for s in stops):
         raise ValueError("stop must be a string or a list of strings")
     return stops
-

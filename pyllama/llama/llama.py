@@ -10,6 +10,7 @@ heavy work (decode, sampling) runs with the GIL released inside ``_core``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -175,7 +176,10 @@ class Llama:
         self._sampler: _core.Sampler | None = None
         self.metadata: dict[str, str] = dict(self._model.metadata)
         self.chat_format, self._template = resolve_template(
-            self._model, chat_format, self._special_text(self._model.token_bos), self._special_text(self._model.token_eos)
+            self._model,
+            chat_format,
+            self._special_text(self._model.token_bos),
+            self._special_text(self._model.token_eos),
         )
         self._init_args = init_args
 
@@ -226,7 +230,9 @@ class Llama:
 
     def _context(self) -> _core.Context:
         if self.ctx is None:
-            raise RuntimeError("this Llama was loaded with vocab_only=True (or closed): it has no context")
+            raise RuntimeError(
+                "this Llama was loaded with vocab_only=True (or closed): it has no context"
+            )
         return self.ctx
 
     def _special_text(self, token: int) -> str:
@@ -399,7 +405,11 @@ class Llama:
                     token = self._draw(chain, sample_idx - self.n_tokens, logits_processor)
                     sample_idx += 1
                     if stopping_criteria is not None:
-                        row = self.scores[min(sample_idx - 1, len(self.scores) - 1)] if self._logits_all else self.scores[0]
+                        row = (
+                            self.scores[min(sample_idx - 1, len(self.scores) - 1)]
+                            if self._logits_all
+                            else self.scores[0]
+                        )
                         if stopping_criteria(self._input_ids[:sample_idx], row):
                             return
                     extra = yield token
@@ -440,7 +450,9 @@ class Llama:
     def _tokens_for(self, prompt: Prompt, suffix: str | None) -> list[int]:
         tokens = prompt_tokens(self._model, prompt, suffix)
         if len(tokens) >= self._n_ctx:
-            raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {self._n_ctx}")
+            raise ValueError(
+                f"Requested tokens ({len(tokens)}) exceed context window of {self._n_ctx}"
+            )
         return tokens
 
     def _pieces(
@@ -495,7 +507,11 @@ class Llama:
                         row = self.scores[self.n_tokens - 1]  # the logits this token was drawn from
                         lp = token_logprobs(row, token, n_logprobs, self._piece_text)
                     text = assembler.push(self._model.token_to_piece(token, token in preserved))
-                    yield {"text": text.decode("utf-8", errors="replace"), "token": token, "logprobs": lp}
+                    yield {
+                        "text": text.decode("utf-8", errors="replace"),
+                        "token": token,
+                        "logprobs": lp,
+                    }
                     if assembler.stopped:
                         finish = "stop"
                         break
@@ -507,7 +523,11 @@ class Llama:
                 gen.close()
             tail = assembler.flush()
             if tail:
-                yield {"text": tail.decode("utf-8", errors="replace"), "token": None, "logprobs": None}
+                yield {
+                    "text": tail.decode("utf-8", errors="replace"),
+                    "token": None,
+                    "logprobs": None,
+                }
             if self.cache is not None:
                 self.cache[tokens + produced] = self.save_state()
         yield {"finish_reason": finish, "completion_tokens": n}
@@ -555,7 +575,7 @@ class Llama:
         logit_bias: Mapping[Any, float] | None = None,
     ) -> Any:
         """A ``text_completion`` dict, or an iterator of chunks with ``stream=True``."""
-        if logprobs is not None and not 0 <= logprobs:
+        if logprobs is not None and not logprobs >= 0:
             raise ValueError("logprobs must be >= 0")
         tokens = self._tokens_for(prompt, suffix)
         args = SamplerArgs(
@@ -570,7 +590,11 @@ class Llama:
         )  # fmt: skip
         prefix = ""
         if echo:
-            prefix = prompt if isinstance(prompt, str) else self.detokenize(tokens).decode("utf-8", errors="replace")
+            prefix = (
+                prompt
+                if isinstance(prompt, str)
+                else self.detokenize(tokens).decode("utf-8", errors="replace")
+            )
         shaper = CompletionShaper(
             envelope("text_completion", model or self.model_path), len(tokens), prefix, len(prefix)
         )
@@ -631,7 +655,9 @@ class Llama:
             response_format=response_format, grammar=grammar_text(grammar),
         )  # fmt: skip
         if len(plan.tokens) >= self._n_ctx:
-            raise ValueError(f"Requested tokens ({len(plan.tokens)}) exceed context window of {self._n_ctx}")
+            raise ValueError(
+                f"Requested tokens ({len(plan.tokens)}) exceed context window of {self._n_ctx}"
+            )
         args = SamplerArgs(
             top_k, top_p, min_p, typical_p, temperature, repeat_penalty, frequency_penalty,
             presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta,
@@ -643,7 +669,9 @@ class Llama:
             stopping_criteria=None, logits_processor=logits_processor, grammar=plan.grammar,
             triggers=plan.triggers, logit_bias=logit_bias, preserved=plan.preserved,
         )  # fmt: skip
-        shaper = ChatShaper(envelope("chat.completion", model or self.model_path), plan, bool(logprobs))
+        shaper = ChatShaper(
+            envelope("chat.completion", model or self.model_path), plan, bool(logprobs)
+        )
         if stream:
             return shaper.chunks(pieces)
         return shaper.response(pieces, len(plan.tokens))
@@ -655,7 +683,10 @@ class Llama:
         from pyllama.chat import validate_messages
 
         return self._template.render(
-            validate_messages(messages), add_generation_prompt=add_generation_prompt, tools=tools, **extra
+            validate_messages(messages),
+            add_generation_prompt=add_generation_prompt,
+            tools=tools,
+            **extra,
         )
 
     def create_chat_completion_openai_v1(self, *args: Any, **kwargs: Any) -> Any:
@@ -680,9 +711,13 @@ class Llama:
         """One vector for a str, a list of vectors for a list (per-token vectors when the
         model pools nothing). Needs ``embedding=True``. Clears the evaluated tokens."""
         if not self._embedding:
-            raise RuntimeError("Llama model must be created with embedding=True to call this method")
+            raise RuntimeError(
+                "Llama model must be created with embedding=True to call this method"
+            )
         with self._lock:
-            vectors, total = embed_texts(self._model, self._context(), input, self.n_batch, normalize, truncate)
+            vectors, total = embed_texts(
+                self._model, self._context(), input, self.n_batch, normalize, truncate
+            )
             self.n_tokens = 0
         out = vectors[0] if isinstance(input, str) else vectors
         return (out, total) if return_count else out
@@ -729,10 +764,8 @@ class Llama:
             self.ctx = None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
-        except Exception:  # interpreter shutdown
-            pass
 
     def __enter__(self) -> Llama:
         return self
@@ -745,4 +778,3 @@ class Llama:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
-

@@ -14,7 +14,17 @@ from typing import Any
 __all__ = ["GGML_TYPES", "POOLING_TYPES", "cache_type", "kv_override_strings", "split_mode_name"]
 
 # ggml_type values as llama-cpp-python's GGML_TYPE_* constants, for the KV cache types
-GGML_TYPES = {0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 20: "iq4_nl", 30: "bf16"}
+GGML_TYPES = {
+    0: "f32",
+    1: "f16",
+    2: "q4_0",
+    3: "q4_1",
+    6: "q5_0",
+    7: "q5_1",
+    8: "q8_0",
+    20: "iq4_nl",
+    30: "bf16",
+}
 POOLING_TYPES = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}  # LLAMA_POOLING_TYPE_*
 SPLIT_MODES = {0: "none", 1: "layer", 2: "row"}  # LLAMA_SPLIT_MODE_*
 
@@ -27,7 +37,9 @@ def cache_type(name: str, value: int | str | None) -> str:
             raise ValueError(f"{name}={value!r}: one of {sorted(GGML_TYPES.values())}")
         return value.lower()
     if value not in GGML_TYPES:
-        raise ValueError(f"{name}={value}: a KV cache type is one of GGML_TYPE_* {sorted(GGML_TYPES)}")
+        raise ValueError(
+            f"{name}={value}: a KV cache type is one of GGML_TYPE_* {sorted(GGML_TYPES)}"
+        )
     return GGML_TYPES[value]
 
 
@@ -54,7 +66,9 @@ def kv_override_strings(overrides: Mapping[str, Any] | None) -> list[str]:
                 raise ValueError(f"kv_overrides[{key!r}]: strings are limited to 127 bytes")
             out.append(f"{key}=str:{value}")
         else:
-            raise ValueError(f"kv_overrides[{key!r}]: {type(value).__name__} is not bool, int, float or str")
+            raise ValueError(
+                f"kv_overrides[{key!r}]: {type(value).__name__} is not bool, int, float or str"
+            )
     return out
 
 
@@ -75,7 +89,9 @@ UNSUPPORTED_DEFAULTS: Mapping[str, Any] = {
 def check_unsupported(values: Mapping[str, Any]) -> None:
     for name, default in UNSUPPORTED_DEFAULTS.items():
         if values[name] != default:
-            raise ValueError(f"{name}={values[name]!r} is not supported by pyllama (leave it at {default!r})")
+            raise ValueError(
+                f"{name}={values[name]!r} is not supported by pyllama (leave it at {default!r})"
+            )
 
 
 def tensor_split_list(value: Sequence[float] | None) -> list[float]:

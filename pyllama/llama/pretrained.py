@@ -20,7 +20,9 @@ def fetch(
     if not filename:
         raise ValueError("from_pretrained needs a filename (a glob matching one GGUF file)")
     if additional_files:
-        raise ValueError("additional_files is not supported: split GGUF parts are fetched with the first")
+        raise ValueError(
+            "additional_files is not supported: split GGUF parts are fetched with the first"
+        )
     if local_dir is not None or cache_dir is not None:
         raise ValueError(
             "local_dir/cache_dir are not supported: files go to llama.cpp's cache "

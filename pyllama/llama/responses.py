@@ -26,11 +26,20 @@ Piece = Mapping[str, Any]
 
 def envelope(kind: str, model: str) -> dict[str, Any]:
     prefix = "cmpl" if kind == "text_completion" else "chatcmpl"
-    return {"id": f"{prefix}-{uuid.uuid4()}", "object": kind, "created": int(time.time()), "model": model}
+    return {
+        "id": f"{prefix}-{uuid.uuid4()}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": model,
+    }
 
 
 def usage(n_prompt: int, n_completion: int) -> dict[str, int]:
-    return {"prompt_tokens": n_prompt, "completion_tokens": n_completion, "total_tokens": n_prompt + n_completion}
+    return {
+        "prompt_tokens": n_prompt,
+        "completion_tokens": n_completion,
+        "total_tokens": n_prompt + n_completion,
+    }
 
 
 def token_logprobs(
@@ -72,21 +81,28 @@ def _chat_logprob(lp: Mapping[str, Any]) -> dict[str, Any]:
         "token": lp["token"],
         "logprob": lp["logprob"],
         "bytes": list(lp["token"].encode()),
-        "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, _, v in lp["top"]],
+        "top_logprobs": [
+            {"token": t, "logprob": v, "bytes": list(t.encode())} for t, _, v in lp["top"]
+        ],
     }
 
 
 class CompletionShaper:
     """``text_completion`` responses and chunks."""
 
-    def __init__(self, meta: dict[str, Any], n_prompt: int, prefix: str = "", text_offset: int = 0) -> None:
+    def __init__(
+        self, meta: dict[str, Any], n_prompt: int, prefix: str = "", text_offset: int = 0
+    ) -> None:
         self.meta = meta
         self.n_prompt = n_prompt
         self.prefix = prefix  # echo: the prompt's text before the completion
         self.offset = text_offset
 
     def _choice(self, text: str, logprobs: Any, finish: str | None) -> dict[str, Any]:
-        return {**self.meta, "choices": [{"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}]}
+        return {
+            **self.meta,
+            "choices": [{"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}],
+        }
 
     def chunk(self, piece: Piece) -> dict[str, Any] | None:
         """One stream chunk per piece (None for a piece with nothing to say)."""
@@ -130,11 +146,15 @@ class ChatShaper:
         self.reader = plan.reader()
         self.started = False
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> dict[str, Any]:
+    def _chunk(
+        self, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None
+    ) -> dict[str, Any]:
         return {
             **self.meta,
             "object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+            ],
         }
 
     def chunks_for(self, piece: Piece) -> list[dict[str, Any]]:
@@ -151,7 +171,9 @@ class ChatShaper:
         lp = piece.get("logprobs")
         if lp is not None and self.want_logprobs:
             deltas = deltas or [{"content": ""}]
-            out.append(self._chunk(deltas[0], logprobs={"content": [_chat_logprob(lp)], "refusal": None}))
+            out.append(
+                self._chunk(deltas[0], logprobs={"content": [_chat_logprob(lp)], "refusal": None})
+            )
             deltas = deltas[1:]
         out += [self._chunk(d) for d in deltas]
         return out
@@ -170,11 +192,19 @@ class ChatShaper:
             if p.get("logprobs") is not None:
                 lps.append(p["logprobs"])
         message, called = self.plan.message("".join(text))
-        logprobs = {"content": [_chat_logprob(lp) for lp in lps], "refusal": None} if self.want_logprobs else None
+        logprobs = (
+            {"content": [_chat_logprob(lp) for lp in lps], "refusal": None}
+            if self.want_logprobs
+            else None
+        )
         choice = {
             "index": 0,
             "message": message,
             "logprobs": logprobs,
             "finish_reason": "tool_calls" if called else final["finish_reason"],
         }
-        return {**self.meta, "choices": [choice], "usage": usage(n_prompt, final["completion_tokens"])}
+        return {
+            **self.meta,
+            "choices": [choice],
+            "usage": usage(n_prompt, final["completion_tokens"]),
+        }

@@ -37,7 +37,9 @@ class SamplerArgs:
     def check(self) -> None:
         # removed from llama.cpp: accepted only where they change nothing
         if self.tfs_z != 1.0:
-            raise ValueError(f"tfs_z={self.tfs_z}: tail-free sampling was removed from llama.cpp (use 1.0)")
+            raise ValueError(
+                f"tfs_z={self.tfs_z}: tail-free sampling was removed from llama.cpp (use 1.0)"
+            )
         if not self.penalize_nl:
             raise ValueError("penalize_nl=False: llama.cpp penalizes newlines like any token now")
         if self.mirostat_mode not in (0, 1, 2):
@@ -50,7 +52,9 @@ def grammar_text(grammar: Any) -> str | None:
         return grammar
     text = getattr(grammar, "_grammar", None)
     if not isinstance(text, str):
-        raise TypeError(f"grammar must be a LlamaGrammar or GBNF text, not {type(grammar).__name__}")
+        raise TypeError(
+            f"grammar must be a LlamaGrammar or GBNF text, not {type(grammar).__name__}"
+        )
     return text
 
 

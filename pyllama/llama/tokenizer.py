@@ -37,10 +37,16 @@ def prompt_tokens(model: _core.Model, prompt: Prompt, suffix: str | None = None)
     if suffix is not None:
         pre, suf, mid = model.token_fim_pre, model.token_fim_suf, model.token_fim_mid
         if min(pre, suf, mid) < 0:
-            raise ValueError("suffix needs a model with fill-in-the-middle tokens; this one has none")
-        head = model.tokenize(prompt, False, False) if isinstance(prompt, str) else _check_ids(model, prompt)
+            raise ValueError(
+                "suffix needs a model with fill-in-the-middle tokens; this one has none"
+            )
+        head = (
+            model.tokenize(prompt, False, False)
+            if isinstance(prompt, str)
+            else _check_ids(model, prompt)
+        )
         bos = [model.token_bos] if model.add_bos and model.token_bos >= 0 else []
-        return bos + [pre, *head, suf, *model.tokenize(suffix, False, False), mid]
+        return [*bos, pre, *head, suf, *model.tokenize(suffix, False, False), mid]
     if isinstance(prompt, str):
         tokens = model.tokenize(prompt, True, True)
         return tokens or [model.token_bos]
@@ -59,7 +65,9 @@ class LlamaTokenizer:
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = True) -> list[int]:
         return self._model.tokenize(text.decode("utf-8"), add_bos, special)
 
-    def detokenize(self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False) -> bytes:
+    def detokenize(
+        self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False
+    ) -> bytes:
         return detokenize_bytes(self._model, tokens, special)
 
     def encode(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:

@@ -16,6 +16,7 @@ from typing import Any
 from pyllama import _core
 from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
+from pyllama.llama.options import POOLING_TYPES as POOLING
 from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server import speculative as spec
 from pyllama.server.http.errors import APIError
@@ -35,8 +36,6 @@ from pyllama.server.settings import Settings
 __all__ = ["ServerState"]
 
 log = logging.getLogger("pyllama.server")
-
-POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 
 class ServerState:

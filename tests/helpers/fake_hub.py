@@ -172,7 +172,9 @@ class FakeHub:
             repo = self.repos.get(f"{parts[2]}/{parts[3]}")
             if repo is None:
                 return self._json(h, 404, {"error": "Repository not found"}, head)
-            if len(parts) == 4 or (parts[4] == "revision" and parts[5:] in ([repo.commit], ["main"])):
+            if len(parts) == 4 or (
+                parts[4] == "revision" and parts[5:] in ([repo.commit], ["main"])
+            ):
                 return self._json(h, 200, self._info(f"{parts[2]}/{parts[3]}", repo), head)
             if parts[4:] == ["refs"]:
                 branch = {"name": "main", "ref": "refs/heads/main", "targetCommit": repo.commit}
@@ -205,7 +207,10 @@ class FakeHub:
                 return self._json(h, 404, {"error": "Not found"}, head)
             # huggingface_hub follows a redirect to the same host and wants the hub's
             # headers at its end (the real file store is another host it does not follow)
-            extra = {"X-Repo-Commit": repo.commit, "X-Linked-Etag": f'"{repo.files[name].sha256()}"'}
+            extra = {
+                "X-Repo-Commit": repo.commit,
+                "X-Linked-Etag": f'"{repo.files[name].sha256()}"',
+            }
             return self._send_file(h, repo, name, head, extra)
         return self._json(h, 404, {"error": "Not found"}, head)
 
@@ -213,7 +218,13 @@ class FakeHub:
     def _info(repo_id: str, repo: FakeRepo) -> dict[str, Any]:
         """The model info (huggingface_hub's ``model_info``, which its file system asks)."""
         siblings = [{"rfilename": name} for name in repo.files]
-        return {"id": repo_id, "modelId": repo_id, "sha": repo.commit, "private": False, "siblings": siblings}
+        return {
+            "id": repo_id,
+            "modelId": repo_id,
+            "sha": repo.commit,
+            "private": False,
+            "siblings": siblings,
+        }
 
     @staticmethod
     def _tree(repo: FakeRepo) -> list[dict[str, Any]]:

@@ -34,7 +34,10 @@ def run(python: str, module: str, model: str, embedding_model: str) -> str:
     hub = FakeHub()
     with tempfile.TemporaryDirectory() as tmp, contextlib.closing(hub):
         hub.repos[REPO] = FakeRepo(
-            {"README.md": FakeFile(b"# SmolLM2\n", lfs=False), "SmolLM2-135M-Instruct.Q4_1.gguf": FakeFile(Path(model))}
+            {
+                "README.md": FakeFile(b"# SmolLM2\n", lfs=False),
+                "SmolLM2-135M-Instruct.Q4_1.gguf": FakeFile(Path(model)),
+            }
         )
         script = Path(tmp) / "typical_calls.py"
         script.write_text(source)
@@ -51,7 +54,9 @@ def run(python: str, module: str, model: str, embedding_model: str) -> str:
             env=env, cwd=tmp, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         if done.returncode != 0:
-            raise RuntimeError(f"typical_calls.py failed ({done.returncode}):\n{done.stderr[-4000:]}")
+            raise RuntimeError(
+                f"typical_calls.py failed ({done.returncode}):\n{done.stderr[-4000:]}"
+            )
         return done.stdout
 
 

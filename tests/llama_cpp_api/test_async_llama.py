@@ -25,7 +25,10 @@ def allm(smollm_path: str):
 def test_eight_coroutines_share_decode_steps(allm: AsyncLlama) -> None:
     async def main() -> list[dict]:
         return await asyncio.gather(
-            *[allm.create_chat_completion(messages=MSGS, max_tokens=N, temperature=0) for _ in range(8)]
+            *[
+                allm.create_chat_completion(messages=MSGS, max_tokens=N, temperature=0)
+                for _ in range(8)
+            ]
         )
 
     before = allm.metrics()
@@ -48,7 +51,9 @@ def test_async_answer_has_llamas_shape(allm: AsyncLlama, smollm_path: str) -> No
     got = asyncio.run(allm.create_chat_completion(messages=MSGS, max_tokens=N, temperature=0))
     assert got["usage"] == want["usage"]
     assert got.keys() == want.keys() and got["choices"][0].keys() == want["choices"][0].keys()
-    assert got["choices"][0]["message"]["content"][:8] == want["choices"][0]["message"]["content"][:8]
+    assert (
+        got["choices"][0]["message"]["content"][:8] == want["choices"][0]["message"]["content"][:8]
+    )
 
 
 def test_stream_closed_early_frees_its_slot(allm: AsyncLlama) -> None:
@@ -67,6 +72,7 @@ def test_stream_closed_early_frees_its_slot(allm: AsyncLlama) -> None:
     assert len(texts) == 3
     after = allm.metrics()
     assert after["n_predicted_total"] - before["n_predicted_total"] < 400
+
     # the slot is free again: 8 new callers all run at once
     async def eight() -> list[dict]:
         calls = [allm.create_completion("Hi", max_tokens=4, temperature=0) for _ in range(8)]
@@ -77,7 +83,9 @@ def test_stream_closed_early_frees_its_slot(allm: AsyncLlama) -> None:
 
 def test_async_stream_chunks_and_embeddings_errors(allm: AsyncLlama) -> None:
     async def main() -> list[dict]:
-        stream = await allm.create_chat_completion(messages=MSGS, max_tokens=8, stream=True, temperature=0)
+        stream = await allm.create_chat_completion(
+            messages=MSGS, max_tokens=8, stream=True, temperature=0
+        )
         return [c async for c in stream]
 
     chunks = asyncio.run(main())

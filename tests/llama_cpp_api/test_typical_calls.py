@@ -26,7 +26,9 @@ RECORDED = json.loads((HERE / "typical_calls.llama_cpp_python.json").read_text()
 
 
 @pytest.mark.parametrize("module", ["pyllama.compat.llama_cpp", "pyllama"])
-def test_typical_calls_match_llama_cpp_python(module: str, smollm_path: str, minilm_path: str) -> None:
+def test_typical_calls_match_llama_cpp_python(
+    module: str, smollm_path: str, minilm_path: str
+) -> None:
     ours = json.loads(run(sys.executable, module, smollm_path, minilm_path))
     assert len(RECORDED) == 17  # sixteen calls and the version
     for call, expected in RECORDED.items():

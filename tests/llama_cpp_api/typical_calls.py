@@ -47,7 +47,11 @@ out["4 chat_format llama-2"] = shape(
         max_tokens=16,
     )
 )
-deltas = list(llm.create_chat_completion(messages=[{"role": "user", "content": "Hi"}], max_tokens=8, stream=True))
+deltas = list(
+    llm.create_chat_completion(
+        messages=[{"role": "user", "content": "Hi"}], max_tokens=8, stream=True
+    )
+)
 out["5 chat stream"] = [shape(deltas[0]), shape(deltas[1]), shape(deltas[-1])]
 res = llm.create_chat_completion(
     messages=[
@@ -56,7 +60,11 @@ res = llm.create_chat_completion(
     ],
     response_format={
         "type": "json_object",
-        "schema": {"type": "object", "properties": {"team_name": {"type": "string"}}, "required": ["team_name"]},
+        "schema": {
+            "type": "object",
+            "properties": {"team_name": {"type": "string"}},
+            "required": ["team_name"],
+        },
     },
     temperature=0.7,
     max_tokens=64,
@@ -66,7 +74,10 @@ out["6 response_format"] = [shape(res), sorted(json.loads(res["choices"][0]["mes
 tools = Llama(model_path=MODEL, chat_format="chatml-function-calling", n_ctx=2048, verbose=False)
 res = tools.create_chat_completion(
     messages=[
-        {"role": "system", "content": "A chat between a curious user and an artificial intelligence assistant."},
+        {
+            "role": "system",
+            "content": "A chat between a curious user and an artificial intelligence assistant.",
+        },
         {"role": "user", "content": "Extract Jason is 25 years old"},
     ],
     tools=[
@@ -99,7 +110,10 @@ out["7 tools named"] = [
 ids = llm.tokenize(b"Hello World")
 out["8 tokenize"] = [shape(ids), shape(llm.tokenize(b"Hello World", add_bos=False, special=True))]
 out["9 detokenize"] = [type(llm.detokenize(ids)).__name__, llm.detokenize(ids).decode()]
-out["10 sizes"] = [type(v).__name__ for v in (llm.n_ctx(), llm.n_vocab(), llm.n_embd(), llm.token_bos(), llm.token_eos())]
+out["10 sizes"] = [
+    type(v).__name__
+    for v in (llm.n_ctx(), llm.n_vocab(), llm.n_embd(), llm.token_bos(), llm.token_eos())
+]
 out["11 metadata"] = [type(llm.metadata).__name__, type(llm.metadata["general.name"]).__name__]
 state = llm.save_state()
 first = llm("Once upon a time", max_tokens=8, temperature=1.0)["choices"][0]["text"]
@@ -114,7 +128,9 @@ several = [next(gen) for _ in range(3)]
 gen.close()
 out["13 reset/eval/sample/generate"] = [type(tok).__name__, shape(several), llm.n_tokens > 0]
 grammar = LlamaGrammar.from_string('root ::= "yes" | "no"')
-out["14 grammar"] = llm("Is the sky blue? Answer:", grammar=grammar, max_tokens=4)["choices"][0]["text"] in ("yes", "no")
+out["14 grammar"] = llm("Is the sky blue? Answer:", grammar=grammar, max_tokens=4)["choices"][0][
+    "text"
+] in ("yes", "no")
 emb = Llama(model_path=EMBEDDING_MODEL, embedding=True, verbose=False)
 out["15 embeddings"] = [
     shape(emb.create_embedding("Hello, world!")),

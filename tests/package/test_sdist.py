@@ -97,7 +97,7 @@ def test_the_sdist_builds_offline_and_generates(
     run_ok([str(build_env), *PIP, "install", "--no-index", "--no-deps", str(wheel)], cwd=tmp_path)
     code = (
         "import sys, pyllama\n"
-        "llm = pyllama.Llama(sys.argv[1], n_ctx=256, n_threads=2)\n"
+        "llm = pyllama.Llama(sys.argv[1], n_ctx=256, n_threads=2, verbose=False)\n"
         "out = llm.create_completion(sys.argv[2], max_tokens=12, temperature=0)\n"
         "print(out['choices'][0]['text'])"
     )

@@ -165,7 +165,9 @@ def plan_chat(
             except (ValueError, RuntimeError) as e:
                 raise APIError(400, f"tools: {e}") from e
             if fmt.generic:
-                msgs = with_system_prompt(msgs, generic_system_prompt(functions, required, parallel))
+                msgs = with_system_prompt(
+                    msgs, generic_system_prompt(functions, required, parallel)
+                )
             else:
                 render_tools = [{"type": "function", "function": f} for f in functions]
     if detect_format(template.source).generic:
