@@ -13,6 +13,7 @@ root ::= node
 
 def test_grammar_from_string():
     grammar = llama_cpp.LlamaGrammar.from_string(tree)
+    assert "root ::=" in grammar._grammar  # added: the ported test only checked it did not raise
     # assert grammar._n_rules == 3
     # assert grammar._start_rule_index == 2
     # assert grammar.grammar is not None
@@ -51,6 +52,7 @@ def test_composed_pydantic_grammar():
     }
 
     grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema))
+    assert "root ::=" in grammar._grammar  # added: the ported test only checked it did not raise
 
     # assert grammar.grammar is not None
 
@@ -77,5 +79,6 @@ def test_grammar_anyof():
     }
 
     grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(sch))
+    assert "root ::=" in grammar._grammar  # added: the ported test only checked it did not raise
 
     # assert grammar.grammar is not None
