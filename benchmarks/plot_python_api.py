@@ -1,6 +1,6 @@
 """Plot a bench_python_api.py record: docs/img/python_api_throughput.png.
 
-    python benchmarks/plot_python_api.py benchmarks/results/python_api_DATE.jsonl [--record N]
+python benchmarks/plot_python_api.py benchmarks/results/python_api_DATE.jsonl [--record N]
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from plot import plot_pair  # noqa: E402
+from plot import plot_pair
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
-    ap.add_argument("--record", type=int, default=-1, help="which line of the file (default: the last)")
+    ap.add_argument(
+        "--record", type=int, default=-1, help="which line of the file (default: the last)"
+    )
     a = ap.parse_args()
     record = json.loads(Path(a.results).read_text().splitlines()[a.record])
     best = record["best"]
