@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
@@ -24,10 +23,12 @@ from pyllama import _core
 from pyllama.engine import default_threads
 from pyllama.llama import options
 from pyllama.llama.cache import BaseLlamaCache, longest_token_prefix
+from pyllama.llama.calls import chat_call, completion_call, sampler_args, with_signature
 from pyllama.llama.chat_formats import resolve_template
 from pyllama.llama.chat_plan import plan_chat
+from pyllama.llama.completion_loop import completion_pieces
 from pyllama.llama.embedding import embed_texts, embedding_response
-from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope, token_logprobs
+from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
 from pyllama.llama.sampler_chain import SamplerArgs, build_chain, grammar_text
 from pyllama.llama.state import LlamaState
 from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes, prompt_tokens
@@ -455,150 +456,36 @@ class Llama:
             )
         return tokens
 
-    def _pieces(
-        self,
-        tokens: list[int],
-        *,
-        max_tokens: int | None,
-        stop: Any,
-        n_logprobs: int | None,
-        seed: int | None,
-        args: SamplerArgs,
-        stopping_criteria: Any,
-        logits_processor: Any,
-        grammar: Any,
-        triggers: list[str] | None,
-        logit_bias: Mapping[Any, float] | None,
-        preserved: Sequence[int] = (),
-    ) -> Iterator[dict[str, Any]]:
-        """The generation loop of completions and chat: pieces (see ``responses``)."""
-        stops = [stop] if isinstance(stop, str) else list(stop or [])
-        if not all(isinstance(s, str) for s in stops):
-            raise ValueError("stop must be a string or a list of strings")
-        if n_logprobs is not None and not self._logits_all:
-            raise ValueError("logprobs is not supported for models created with logits_all=False")
-        limit = self._n_ctx - len(tokens)
-        if max_tokens is not None and 0 < max_tokens < limit:
-            limit = max_tokens
-        self._cache_load(tokens)
-        self.set_seed(seed if seed is not None else random.Random(self._seed).randint(0, 2**32))
-        assembler = _core.TextStream(stops)
-        finish, n = "length", 0
-        produced: list[int] = []
-        with self._lock:
-            gen = self.generate(
-                tokens,
-                top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, typical_p=args.typical_p,
-                temp=args.temp, repeat_penalty=args.repeat_penalty, frequency_penalty=args.frequency_penalty,
-                presence_penalty=args.presence_penalty, tfs_z=args.tfs_z, mirostat_mode=args.mirostat_mode,
-                mirostat_tau=args.mirostat_tau, mirostat_eta=args.mirostat_eta, penalize_nl=args.penalize_nl,
-                logits_processor=logits_processor, stopping_criteria=stopping_criteria, grammar=grammar,
-                logit_bias=logit_bias, grammar_triggers=triggers,
-            )  # fmt: skip
-            try:
-                for token in gen:
-                    if self._model.is_eog(token):
-                        finish = "stop"
-                        break
-                    n += 1
-                    produced.append(token)
-                    lp = None
-                    if n_logprobs is not None:
-                        row = self.scores[self.n_tokens - 1]  # the logits this token was drawn from
-                        lp = token_logprobs(row, token, n_logprobs, self._piece_text)
-                    text = assembler.push(self._model.token_to_piece(token, token in preserved))
-                    yield {
-                        "text": text.decode("utf-8", errors="replace"),
-                        "token": token,
-                        "logprobs": lp,
-                    }
-                    if assembler.stopped:
-                        finish = "stop"
-                        break
-                    if n >= limit:
-                        break
-                else:
-                    finish = "stop"  # a stopping criterion ended it
-            finally:
-                gen.close()
-            tail = assembler.flush()
-            if tail:
-                yield {
-                    "text": tail.decode("utf-8", errors="replace"),
-                    "token": None,
-                    "logprobs": None,
-                }
-            if self.cache is not None:
-                self.cache[tokens + produced] = self.save_state()
-        yield {"finish_reason": finish, "completion_tokens": n}
-
-    def _cache_load(self, tokens: list[int]) -> None:
-        if self.cache is None:
-            return
-        try:
-            item = self.cache[tokens]
-        except KeyError:
-            return
-        cached = longest_token_prefix(item.input_ids[: item.n_tokens].tolist(), tokens)
-        if cached > longest_token_prefix(self._input_ids.tolist(), tokens):
-            self.load_state(item)
-
     def _piece_text(self, token: int) -> str:
         return self._model.token_to_piece(token, False).decode("utf-8", errors="replace")
 
-    def create_completion(
-        self,
-        prompt: Prompt,
-        suffix: str | None = None,
-        max_tokens: int | None = 16,
-        temperature: float = 0.8,
-        top_p: float = 0.95,
-        min_p: float = 0.05,
-        typical_p: float = 1.0,
-        logprobs: int | None = None,
-        echo: bool = False,
-        stop: str | list[str] | None = [],  # noqa: B006 - llama-cpp-python's default, never mutated
-        frequency_penalty: float = 0.0,
-        presence_penalty: float = 0.0,
-        repeat_penalty: float = 1.0,
-        top_k: int = 40,
-        stream: bool = False,
-        seed: int | None = None,
-        tfs_z: float = 1.0,
-        mirostat_mode: int = 0,
-        mirostat_tau: float = 5.0,
-        mirostat_eta: float = 0.1,
-        model: str | None = None,
-        stopping_criteria: Any = None,
-        logits_processor: Any = None,
-        grammar: Any = None,
-        logit_bias: Mapping[Any, float] | None = None,
-    ) -> Any:
+    @with_signature(completion_call)
+    def create_completion(self, *args: Any, **kwargs: Any) -> Any:
         """A ``text_completion`` dict, or an iterator of chunks with ``stream=True``."""
+        call = completion_call(*args, **kwargs)
+        prompt, logprobs = call["prompt"], call["logprobs"]
         if logprobs is not None and not logprobs >= 0:
             raise ValueError("logprobs must be >= 0")
-        tokens = self._tokens_for(prompt, suffix)
-        args = SamplerArgs(
-            top_k, top_p, min_p, typical_p, temperature, repeat_penalty, frequency_penalty,
-            presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta,
-        )  # fmt: skip
-        args.check()
-        pieces = self._pieces(
-            tokens, max_tokens=max_tokens, stop=stop, n_logprobs=logprobs, seed=seed, args=args,
-            stopping_criteria=stopping_criteria, logits_processor=logits_processor,
-            grammar=grammar, triggers=None, logit_bias=logit_bias,
+        tokens = self._tokens_for(prompt, call["suffix"])
+        args_ = sampler_args(call)
+        args_.check()
+        pieces = completion_pieces(
+            self,
+            tokens, max_tokens=call["max_tokens"], stop=call["stop"], n_logprobs=logprobs,
+            seed=call["seed"], args=args_, stopping_criteria=call["stopping_criteria"],
+            logits_processor=call["logits_processor"], grammar=call["grammar"], triggers=None,
+            logit_bias=call["logit_bias"],
         )  # fmt: skip
         prefix = ""
-        if echo:
+        if call["echo"]:
             prefix = (
                 prompt
                 if isinstance(prompt, str)
                 else self.detokenize(tokens).decode("utf-8", errors="replace")
             )
-        shaper = CompletionShaper(
-            envelope("text_completion", model or self.model_path), len(tokens), prefix, len(prefix)
-        )
-        if stream:
+        meta = envelope("text_completion", call["model"] or self.model_path)
+        shaper = CompletionShaper(meta, len(tokens), prefix, len(prefix))
+        if call["stream"]:
             return self._stream_completion(shaper, pieces, prefix)
         return shaper.response(pieces)
 
@@ -613,66 +500,35 @@ class Llama:
     __call__ = create_completion
 
     # ------------------------------------------------------------------ chat
-    def create_chat_completion(
-        self,
-        messages: Any,
-        functions: list[dict[str, Any]] | None = None,
-        function_call: Any = None,
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: Any = None,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
-        top_k: int = 40,
-        min_p: float = 0.05,
-        typical_p: float = 1.0,
-        stream: bool = False,
-        stop: str | list[str] | None = [],  # noqa: B006 - llama-cpp-python's default, never mutated
-        seed: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        presence_penalty: float = 0.0,
-        frequency_penalty: float = 0.0,
-        repeat_penalty: float = 1.0,
-        tfs_z: float = 1.0,
-        mirostat_mode: int = 0,
-        mirostat_tau: float = 5.0,
-        mirostat_eta: float = 0.1,
-        model: str | None = None,
-        logits_processor: Any = None,
-        grammar: Any = None,
-        logit_bias: Mapping[Any, float] | None = None,
-        logprobs: bool | None = None,
-        top_logprobs: int | None = None,
-    ) -> Any:
+    @with_signature(chat_call)
+    def create_chat_completion(self, *args: Any, **kwargs: Any) -> Any:
         """A ``chat.completion`` dict, or an iterator of ``chat.completion.chunk`` s."""
-        call = dict(locals())
-        del call["self"]
+        call = chat_call(*args, **kwargs)
         if self.chat_handler is not None:
             return self.chat_handler(llama=self, **call)
         plan = plan_chat(
-            self._model, self._template, messages,
-            functions=functions, function_call=function_call, tools=tools, tool_choice=tool_choice,
-            response_format=response_format, grammar=grammar_text(grammar),
+            self._model, self._template, call["messages"],
+            functions=call["functions"], function_call=call["function_call"], tools=call["tools"],
+            tool_choice=call["tool_choice"], response_format=call["response_format"],
+            grammar=grammar_text(call["grammar"]),
         )  # fmt: skip
         if len(plan.tokens) >= self._n_ctx:
             raise ValueError(
                 f"Requested tokens ({len(plan.tokens)}) exceed context window of {self._n_ctx}"
             )
-        args = SamplerArgs(
-            top_k, top_p, min_p, typical_p, temperature, repeat_penalty, frequency_penalty,
-            presence_penalty, tfs_z, mirostat_mode, mirostat_tau, mirostat_eta,
+        args_ = sampler_args(call)
+        args_.check()
+        logprobs = call["logprobs"]
+        pieces = completion_pieces(
+            self,
+            plan.tokens, max_tokens=call["max_tokens"], stop=call["stop"],
+            n_logprobs=(call["top_logprobs"] or 0) if logprobs else None, seed=call["seed"], args=args_,
+            stopping_criteria=None, logits_processor=call["logits_processor"], grammar=plan.grammar,
+            triggers=plan.triggers, logit_bias=call["logit_bias"], preserved=plan.preserved,
         )  # fmt: skip
-        args.check()
-        pieces = self._pieces(
-            plan.tokens, max_tokens=max_tokens, stop=stop,
-            n_logprobs=(top_logprobs or 0) if logprobs else None, seed=seed, args=args,
-            stopping_criteria=None, logits_processor=logits_processor, grammar=plan.grammar,
-            triggers=plan.triggers, logit_bias=logit_bias, preserved=plan.preserved,
-        )  # fmt: skip
-        shaper = ChatShaper(
-            envelope("chat.completion", model or self.model_path), plan, bool(logprobs)
-        )
-        if stream:
+        meta = envelope("chat.completion", call["model"] or self.model_path)
+        shaper = ChatShaper(meta, plan, bool(logprobs))
+        if call["stream"]:
             return shaper.chunks(pieces)
         return shaper.response(pieces, len(plan.tokens))
 
