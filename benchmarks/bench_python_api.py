@@ -1,6 +1,8 @@
 """pyllama's Python API against llama-cpp-python's, in one process each, same model.
 
-Single stream: ``Llama.create_completion`` tokens/s. Concurrent callers in one service:
+Every call generates exactly ``--tokens`` tokens: end-of-generation is banned by
+``logit_bias`` on both sides (llama-cpp-python applies it as a Python logits processor, a
+copy of one logits row per token). Single stream: ``Llama.create_completion`` tokens/s. Concurrent callers in one service:
 N callers each ask a completion of ``--tokens`` tokens at once; pyllama serves them with
 ``AsyncLlama`` (asyncio tasks, the batching engine), llama-cpp-python with one ``Llama``
 shared by N threads behind a lock (its Llama is not safe to call from two threads at
@@ -36,18 +38,19 @@ def lcp_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> d
     llm = Llama(
         model, n_ctx=2048, n_threads=threads, n_threads_batch=threads, n_batch=512, verbose=False
     )
+    ban = {llm.token_eos(): -1e9}
     lock = threading.Lock()
     llm(PROMPT, max_tokens=8, temperature=0)  # warm-up
     out: dict = {}
     start = time.perf_counter()
-    n = llm(PROMPT, max_tokens=tokens, temperature=0)["usage"]["completion_tokens"]
+    n = llm(PROMPT, max_tokens=tokens, temperature=0, logit_bias=ban)["usage"]["completion_tokens"]
     out["single"] = n / (time.perf_counter() - start)
     for c in concurrency:
         counts: list[int] = []
 
         def call(i: int, counts: list[int] = counts) -> None:
             with lock:
-                r = llm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0)
+                r = llm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0, logit_bias=ban)
             counts.append(r["usage"]["completion_tokens"])
 
         ts = [threading.Thread(target=call, args=(i,)) for i in range(c)]
@@ -67,9 +70,10 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) 
 
     out: dict = {}
     llm = Llama(model, n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
+    ban = {llm.token_eos(): -1e9}
     llm(PROMPT, max_tokens=8, temperature=0)
     start = time.perf_counter()
-    n = llm(PROMPT, max_tokens=tokens, temperature=0)["usage"]["completion_tokens"]
+    n = llm(PROMPT, max_tokens=tokens, temperature=0, logit_bias=ban)["usage"]["completion_tokens"]
     out["single"] = n / (time.perf_counter() - start)
     llm.close()
     allm = AsyncLlama(

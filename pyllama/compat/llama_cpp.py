@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pyllama import __version__
 from pyllama.engine import EngineError
-from pyllama.hub import HubError
 from pyllama.llama import (
     AsyncLlama,
     BaseLlamaCache,
@@ -56,7 +55,6 @@ __all__ = [
     "BaseLlamaCache",
     "BatchedLlama",
     "EngineError",
-    "HubError",
     "Llama",
     "LlamaCache",
     "LlamaDiskCache",

@@ -4,11 +4,12 @@ share the longest prefix with the prompt (llama-cpp-python's ``LlamaRAMCache`` a
 
 from __future__ import annotations
 
-import sys
+import os
+import shelve
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
 from pyllama.llama.state import LlamaState
 
@@ -93,43 +94,46 @@ LlamaCache = LlamaRAMCache  # llama-cpp-python's alias
 
 
 class LlamaDiskCache(BaseLlamaCache):
-    """States on disk through the ``diskcache`` package (``pip install diskcache``)."""
+    """States pickled on disk (a ``shelve`` in ``cache_dir``; llama-cpp-python uses the
+    diskcache package, pyllama the standard library). As llama-cpp-python's, a hit takes
+    the entry out; entries are evicted, oldest written first, past ``capacity_bytes``."""
 
     def __init__(
         self, cache_dir: str = ".cache/llama_cache", capacity_bytes: int = 2 << 30
     ) -> None:
         super().__init__(capacity_bytes)
-        try:
-            import diskcache
-        except ImportError as e:
-            raise ImportError(
-                "LlamaDiskCache needs the diskcache package: pip install diskcache"
-            ) from e
-        self.cache = diskcache.Cache(cache_dir)
+        os.makedirs(cache_dir, exist_ok=True)
+        self.cache = shelve.open(os.path.join(cache_dir, "states"))  # noqa: SIM115 - kept open for the cache's life
 
     @property
     def cache_size(self) -> int:
-        return int(self.cache.volume())
+        return sum(_size(self.cache[k]) for k in self.cache)
 
     def _keys(self) -> list[tuple[int, ...]]:
-        return [tuple(k) for k in self.cache.iterkeys()]
+        return [_tokens(k) for k in self.cache]
 
     def __getitem__(self, key: Sequence[int]) -> LlamaState:
         found = self._find_prefix_key(tuple(key))
         if found is None:
             raise KeyError("Key not found")
-        value: Any = self.cache.pop(found)  # as llama-cpp-python: a hit takes the entry out
+        value: LlamaState = self.cache.pop(_name(found))
         return value
 
     def __contains__(self, key: Sequence[int]) -> bool:
         return self._find_prefix_key(tuple(key)) is not None
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
-        k = tuple(key)
-        if k in self.cache:
-            del self.cache[k]
-        self.cache[k] = value
-        while self.cache_size > self.capacity_bytes and len(self.cache) > 0:
-            oldest = next(iter(self.cache.iterkeys()))
+        value.written = time.time()  # type: ignore[attr-defined]
+        self.cache[_name(key)] = value
+        while len(self.cache) > 1 and self.cache_size > self.capacity_bytes:
+            oldest = min(self.cache, key=lambda k: getattr(self.cache[k], "written", 0.0))
             del self.cache[oldest]
-            print(f"LlamaDiskCache: evicted a state of {len(oldest)} tokens", file=sys.stderr)
+        self.cache.sync()
+
+
+def _name(tokens: Sequence[int]) -> str:
+    return ",".join(str(int(t)) for t in tokens)
+
+
+def _tokens(name: str) -> tuple[int, ...]:
+    return tuple(int(t) for t in name.split(",") if t)

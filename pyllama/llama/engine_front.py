@@ -20,8 +20,8 @@ from pyllama import _core
 from pyllama.engine import default_threads, make_task
 from pyllama.llama import options
 from pyllama.llama.calls import sampler_args
-from pyllama.llama.chat_formats import resolve_template
-from pyllama.llama.chat_plan import ChatPlan, plan_chat
+from pyllama.llama.chat.formats import resolve_template
+from pyllama.llama.chat.plan import ChatPlan, plan_chat
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
 from pyllama.llama.sampler_chain import SamplerArgs, grammar_text
 from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes, prompt_tokens

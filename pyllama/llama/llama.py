@@ -24,8 +24,8 @@ from pyllama.engine import default_threads
 from pyllama.llama import options
 from pyllama.llama.cache import BaseLlamaCache, longest_token_prefix
 from pyllama.llama.calls import chat_call, completion_call, sampler_args, with_signature
-from pyllama.llama.chat_formats import resolve_template
-from pyllama.llama.chat_plan import plan_chat
+from pyllama.llama.chat.formats import resolve_template
+from pyllama.llama.chat.plan import plan_chat
 from pyllama.llama.completion_loop import completion_pieces
 from pyllama.llama.embedding import embed_texts, embedding_response
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
@@ -544,17 +544,6 @@ class Llama:
             tools=tools,
             **extra,
         )
-
-    def create_chat_completion_openai_v1(self, *args: Any, **kwargs: Any) -> Any:
-        """``create_chat_completion`` as the openai package's types."""
-        try:
-            from openai.types.chat import ChatCompletion, ChatCompletionChunk
-        except ImportError as e:
-            raise ImportError("create_chat_completion_openai_v1 needs the openai package") from e
-        out = self.create_chat_completion(*args, **kwargs)
-        if kwargs.get("stream"):
-            return (ChatCompletionChunk(**chunk) for chunk in out)
-        return ChatCompletion(**out)
 
     # ------------------------------------------------------------ embeddings
     def embed(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyllama import hub
-
 __all__ = ["fetch"]
 
 
@@ -28,4 +26,9 @@ def fetch(
             "local_dir/cache_dir are not supported: files go to llama.cpp's cache "
             "(set LLAMA_CACHE to move it)"
         )
-    return hub.download(repo_id, filename=filename)
+    from pyllama._extras import require
+
+    require("server", "Llama.from_pretrained")  # the hub client downloads with httpx
+    from pyllama.hub import download
+
+    return download(repo_id, filename=filename)

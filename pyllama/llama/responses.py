@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pyllama.llama.chat_plan import ChatPlan
+from pyllama.llama.chat.plan import ChatPlan
 
 __all__ = ["ChatShaper", "CompletionShaper", "envelope", "token_logprobs"]
 

@@ -1,11 +1,11 @@
-"""The acceptance script: sixteen typical llama-cpp-python calls (``typical_calls.py``,
+"""The acceptance script: sixteen typical llama-cpp-python calls (``typical_calls.llama_cpp.txt``,
 written for llama-cpp-python), run with only the import line changed, print the same
 shapes as under llama-cpp-python 0.3.36 itself.
 
 ``typical_calls.llama_cpp_python.json`` is that script's output under llama-cpp-python,
 recorded with (a venv from benchmarks/llama_cpp_python_venv.sh, plus huggingface_hub)::
 
-    python tests/llama_cpp_api/run_typical_calls.py ~/.cache/pyllama/bench-lcp-venv/bin/python \\
+    python tests/helpers/typical_calls.py ~/.cache/pyllama/bench-lcp-venv/bin/python \\
         llama_cpp SmolLM2-135M-Instruct.Q4_1.gguf all-MiniLM-L6-v2.F16.gguf
 """
 
@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from helpers.typical_calls import run
 
-from run_typical_calls import run  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 RECORDED = json.loads((HERE / "typical_calls.llama_cpp_python.json").read_text())
 

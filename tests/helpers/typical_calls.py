@@ -1,12 +1,14 @@
-"""Run ``typical_calls.py`` against a local fake hub, with a chosen import line.
+"""Run ``tests/llama_cpp_api/typical_calls.llama_cpp.txt`` (a Python script written for
+llama-cpp-python, kept as text: it imports ``llama_cpp``, which only its own venv has)
+against a local fake hub, with a chosen import line.
 
-    python run_typical_calls.py PYTHON MODULE MODEL EMBEDDING_MODEL
+    python tests/helpers/typical_calls.py PYTHON MODULE MODEL EMBEDDING_MODEL
 
 MODULE ``llama_cpp`` runs the script as written (PYTHON being a venv with
 llama-cpp-python and huggingface_hub); any other module replaces its two import lines
 (``import MODULE as llama_cpp``, ``from MODULE import Llama, LlamaGrammar``). Prints the
 script's JSON. Used by test_typical_calls.py and to record
-typical_calls.llama_cpp_python.json.
+tests/llama_cpp_api/typical_calls.llama_cpp_python.json.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TESTS))
 
 from helpers.fake_hub import FakeFile, FakeHub, FakeRepo  # noqa: E402
 
@@ -27,7 +29,7 @@ REPO = "test-org/SmolLM2-135M-Instruct-GGUF"
 
 
 def run(python: str, module: str, model: str, embedding_model: str) -> str:
-    source = (HERE / "typical_calls.py").read_text()
+    source = (TESTS / "llama_cpp_api" / "typical_calls.llama_cpp.txt").read_text()
     if module != "llama_cpp":
         source = source.replace("import llama_cpp\n", f"import {module} as llama_cpp\n", 1)
         source = source.replace("from llama_cpp import", f"from {module} import", 1)
