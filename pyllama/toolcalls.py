@@ -31,6 +31,7 @@ __all__ = [
     "generic_system_prompt",
     "parse_tool_calls",
     "template_context",
+    "tool_choice_mode",
     "tool_grammar",
     "validate_tools",
     "with_system_prompt",
@@ -242,6 +243,28 @@ def generic_system_prompt(
         + "\nYour answer must match this JSON schema:\n"
         + json.dumps(schema, ensure_ascii=False)
     )
+
+
+def tool_choice_mode(
+    choice: Any, functions: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]], str | None]:
+    """OpenAI ``tool_choice``: ("auto" | "required" | "none", the functions allowed, the
+    function a named choice names). ValueError for anything else."""
+    if choice is None:
+        return "auto", functions, None
+    if isinstance(choice, str):
+        if choice not in ("auto", "required", "none"):
+            raise ValueError(f"Invalid tool_choice: {choice}")
+        return choice, functions, None
+    if isinstance(choice, Mapping):
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if choice.get("type") == "function" and isinstance(name, str):
+            chosen = [f for f in functions if f["name"] == name]
+            if not chosen:
+                raise ValueError(f"tool_choice names an unknown function '{name}'")
+            return "required", chosen, name
+    raise ValueError("Invalid tool_choice: expected 'auto', 'none', 'required' or a function")
 
 
 def with_system_prompt(msgs: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

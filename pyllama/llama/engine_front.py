@@ -9,7 +9,6 @@ so callers that overlap share decode steps. Per-token Python hooks (``logits_pro
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,11 +19,11 @@ from pyllama import _core
 from pyllama.engine import default_threads, make_task
 from pyllama.llama import options
 from pyllama.llama.calls import sampler_args
-from pyllama.llama.chat.formats import resolve_template
 from pyllama.llama.chat.plan import ChatPlan, plan_chat
+from pyllama.llama.model_info import ModelInfo, load_model
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
 from pyllama.llama.sampler_chain import SamplerArgs, grammar_text
-from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes, prompt_tokens
+from pyllama.llama.tokenizer import prompt_tokens
 from pyllama.sampling import make_sampling_params
 
 __all__ = ["CallJob", "EngineLlama"]
@@ -56,7 +55,7 @@ def _no_hooks(logits_processor: Any, stopping_criteria: Any) -> None:
             )
 
 
-class EngineLlama:
+class EngineLlama(ModelInfo):
     """Model, engine and chat template; the calls as tasks. Subclasses run them."""
 
     def __init__(
@@ -94,24 +93,15 @@ class EngineLlama:
         ngram: _core.NgramSpec | None = None,
         verbose: bool = True,
     ) -> None:
-        if not os.path.exists(model_path):
-            raise ValueError(f"Model path does not exist: {model_path}")
         if n_parallel < 1:
             raise ValueError("n_parallel must be at least 1")
         self.model_path = model_path
         self.verbose = verbose
-        if verbose:
-            _core.set_log_level(2)
-        self._model = _core.Model(
-            model_path,
-            n_gpu_layers=n_gpu_layers,
-            use_mmap=use_mmap,
-            use_mlock=use_mlock,
-            split_mode=options.split_mode_name(split_mode),
-            main_gpu=main_gpu,
-            tensor_split=options.tensor_split_list(tensor_split),
-            kv_overrides=options.kv_override_strings(kv_overrides),
-        )
+        self._model = load_model(
+            model_path, verbose=verbose, n_gpu_layers=n_gpu_layers, split_mode=split_mode,
+            main_gpu=main_gpu, tensor_split=tensor_split, use_mmap=use_mmap, use_mlock=use_mlock,
+            kv_overrides=kv_overrides,
+        )  # fmt: skip
         n_ctx = n_ctx or self._model.n_ctx_train
         self.n_parallel = n_parallel
         self.n_threads = n_threads or default_threads()
@@ -146,44 +136,7 @@ class EngineLlama:
         self._seed = seed
         self._seed_lock = threading.Lock()
         self.metadata: dict[str, str] = dict(self._model.metadata)
-        bos, eos = (self._special(self._model.token_bos), self._special(self._model.token_eos))
-        self.chat_format, self._template = resolve_template(self._model, chat_format, bos, eos)
-
-    # ------------------------------------------------------------------ info
-    @property
-    def model(self) -> _core.Model:
-        return self._model
-
-    def n_ctx(self) -> int:
-        return self._n_ctx
-
-    def n_embd(self) -> int:
-        return self._model.n_embd
-
-    def n_vocab(self) -> int:
-        return self._model.n_vocab
-
-    def token_bos(self) -> int:
-        return self._model.token_bos
-
-    def token_eos(self) -> int:
-        return self._model.token_eos
-
-    def token_nl(self) -> int:
-        return self._model.token_nl
-
-    def tokenize(self, text: bytes | str, add_bos: bool = True, special: bool = False) -> list[int]:
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        return self._model.tokenize(text, add_bos, special)
-
-    def detokenize(
-        self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False
-    ) -> bytes:
-        return detokenize_bytes(self._model, tokens, special)
-
-    def tokenizer(self) -> LlamaTokenizer:
-        return LlamaTokenizer(self)
+        self._resolve_chat(chat_format)
 
     def set_seed(self, seed: int) -> None:
         with self._seed_lock:
@@ -192,13 +145,6 @@ class EngineLlama:
     def metrics(self) -> dict[str, Any]:
         """The engine's counters (decode steps, tokens per batch...)."""
         return dict(self.engine.metrics())
-
-    def _special(self, token: int) -> str:
-        return (
-            ""
-            if token < 0
-            else self._model.token_to_piece(token, True).decode("utf-8", errors="replace")
-        )
 
     def _next_seed(self, seed: int | None) -> int:
         # as llama-cpp-python: each unseeded call draws the next seed from the last one

@@ -24,14 +24,14 @@ from pyllama.engine import default_threads
 from pyllama.llama import options
 from pyllama.llama.cache import BaseLlamaCache, longest_token_prefix
 from pyllama.llama.calls import chat_call, completion_call, sampler_args, with_signature
-from pyllama.llama.chat.formats import resolve_template
 from pyllama.llama.chat.plan import plan_chat
 from pyllama.llama.completion_loop import completion_pieces
 from pyllama.llama.embedding import embed_texts, embedding_response
+from pyllama.llama.model_info import ModelInfo, load_model
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
 from pyllama.llama.sampler_chain import SamplerArgs, build_chain, grammar_text
 from pyllama.llama.state import LlamaState
-from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes, prompt_tokens
+from pyllama.llama.tokenizer import prompt_tokens
 
 __all__ = ["Llama"]
 
@@ -39,7 +39,7 @@ Prompt = Union[str, Sequence[int]]
 _SAMPLER_KEYS = frozenset(SamplerArgs.__dataclass_fields__)
 
 
-class Llama:
+class Llama(ModelInfo):
     """A GGUF model, with llama-cpp-python's constructor keywords and defaults.
 
     >>> llm = Llama(pyllama.demo_model(), n_ctx=2048, verbose=False)
@@ -107,25 +107,15 @@ class Llama:
                 "draft_model is not supported by Llama; AsyncLlama/BatchedLlama take "
                 "speculative n-gram drafting (ngram=)"
             )
-        if not os.path.exists(model_path):
-            raise ValueError(f"Model path does not exist: {model_path}")
         self.model_path = model_path
         self.verbose = verbose
-        if verbose:
-            _core.set_log_level(2)
-        if numa:
+        if numa and os.path.exists(model_path):
             _core.numa_init(numa if isinstance(numa, str) else "distribute")
-        self._model = _core.Model(
-            model_path,
-            n_gpu_layers=n_gpu_layers,
-            use_mmap=use_mmap,
-            use_mlock=use_mlock,
-            vocab_only=vocab_only,
-            split_mode=options.split_mode_name(split_mode),
-            main_gpu=main_gpu,
-            tensor_split=options.tensor_split_list(tensor_split),
-            kv_overrides=options.kv_override_strings(kv_overrides),
-        )
+        self._model = load_model(
+            model_path, verbose=verbose, n_gpu_layers=n_gpu_layers, split_mode=split_mode,
+            main_gpu=main_gpu, tensor_split=tensor_split, use_mmap=use_mmap, use_mlock=use_mlock,
+            kv_overrides=kv_overrides, vocab_only=vocab_only,
+        )  # fmt: skip
         self.n_threads = n_threads or default_threads()
         self.n_threads_batch = n_threads_batch or self.n_threads
         self.last_n_tokens_size = last_n_tokens_size
@@ -176,19 +166,10 @@ class Llama:
         self._requires_eval = False  # the live logits are not from a decode (after load_state)
         self._sampler: _core.Sampler | None = None
         self.metadata: dict[str, str] = dict(self._model.metadata)
-        self.chat_format, self._template = resolve_template(
-            self._model,
-            chat_format,
-            self._special_text(self._model.token_bos),
-            self._special_text(self._model.token_eos),
-        )
+        self._resolve_chat(chat_format)
         self._init_args = init_args
 
     # ------------------------------------------------------------------ info
-    @property
-    def model(self) -> _core.Model:
-        return self._model
-
     @property
     def _input_ids(self) -> npt.NDArray[np.intc]:
         return self.input_ids[: self.n_tokens]
@@ -205,29 +186,8 @@ class Llama:
     def eval_logits(self) -> list[list[float]]:
         return self._scores.tolist()
 
-    def n_ctx(self) -> int:
-        return self._n_ctx
-
-    def n_embd(self) -> int:
-        return self._model.n_embd
-
-    def n_vocab(self) -> int:
-        return self._n_vocab
-
-    def token_bos(self) -> int:
-        return self._model.token_bos
-
-    def token_eos(self) -> int:
-        return self._model.token_eos
-
-    def token_nl(self) -> int:
-        return self._model.token_nl
-
     def pooling_type(self) -> int:
         return self._context().pooling
-
-    def tokenizer(self) -> LlamaTokenizer:
-        return LlamaTokenizer(self)
 
     def _context(self) -> _core.Context:
         if self.ctx is None:
@@ -235,23 +195,6 @@ class Llama:
                 "this Llama was loaded with vocab_only=True (or closed): it has no context"
             )
         return self.ctx
-
-    def _special_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return self._model.token_to_piece(token, special=True).decode("utf-8", errors="replace")
-
-    # ---------------------------------------------------------------- tokens
-    def tokenize(self, text: bytes | str, add_bos: bool = True, special: bool = False) -> list[int]:
-        """Token ids of ``text`` (bytes as llama-cpp-python; a str is taken too)."""
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        return self._model.tokenize(text, add_bos, special)
-
-    def detokenize(
-        self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False
-    ) -> bytes:
-        return detokenize_bytes(self._model, tokens, special)
 
     # ------------------------------------------------------------ low level
     def set_cache(self, cache: BaseLlamaCache | None) -> None:

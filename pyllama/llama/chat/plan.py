@@ -23,6 +23,7 @@ from pyllama.toolcalls import (
     generic_system_prompt,
     parse_tool_calls,
     template_context,
+    tool_choice_mode,
     tool_grammar,
     validate_tools,
     with_system_prompt,
@@ -104,29 +105,6 @@ def _as_tools(
     return tools, tool_choice
 
 
-def _choice(
-    choice: Any, functions: list[dict[str, Any]]
-) -> tuple[str, list[dict[str, Any]], str | None]:
-    """("auto" | "required" | "none", the functions allowed, the named function)."""
-    if choice is None:
-        return "auto", functions, None
-    if isinstance(choice, str):
-        if choice not in ("auto", "required", "none"):
-            raise ValueError(
-                f"invalid tool_choice {choice!r}: 'auto', 'none', 'required' or a function"
-            )
-        return choice, functions, None
-    if isinstance(choice, Mapping):
-        fn = choice.get("function")
-        name = fn.get("name") if isinstance(fn, Mapping) else None
-        if choice.get("type") == "function" and isinstance(name, str):
-            chosen = [f for f in functions if f["name"] == name]
-            if not chosen:
-                raise ValueError(f"tool_choice names an unknown function {name!r}")
-            return "required", chosen, name
-    raise ValueError("invalid tool_choice: 'auto', 'none', 'required' or a function")
-
-
 def plan_chat(
     model: _core.Model,
     template: ChatTemplate,
@@ -152,7 +130,7 @@ def plan_chat(
     read_as: ToolFormat | None = None
     named = None
     if tools:
-        mode, allowed, named = _choice(tool_choice, validate_tools(tools))
+        mode, allowed, named = tool_choice_mode(tool_choice, validate_tools(tools))
         if mode != "none":
             if plan_grammar is not None:
                 raise ValueError("tools cannot be combined with a grammar or a response_format")

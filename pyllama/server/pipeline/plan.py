@@ -31,6 +31,7 @@ from pyllama.toolcalls import (
     generic_system_prompt,
     parse_tool_calls,
     template_context,
+    tool_choice_mode,
     tool_grammar,
     validate_tools,
     with_system_prompt,
@@ -89,22 +90,12 @@ class ChatPlan:
 
 
 def _tool_choice(choice: Any, functions: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """("auto" | "required" | "none", the functions allowed)."""
-    if choice is None:
-        return "auto", functions
-    if isinstance(choice, str):
-        if choice not in ("auto", "required", "none"):
-            raise APIError(400, f"Invalid tool_choice: {choice}")
-        return choice, functions
-    if isinstance(choice, Mapping):
-        fn = choice.get("function")
-        name = fn.get("name") if isinstance(fn, Mapping) else None
-        if choice.get("type") == "function" and isinstance(name, str):
-            chosen = [f for f in functions if f["name"] == name]
-            if not chosen:
-                raise APIError(400, f"tool_choice names an unknown function '{name}'")
-            return "required", chosen
-    raise APIError(400, "Invalid tool_choice: expected 'auto', 'none', 'required' or a function")
+    """("auto" | "required" | "none", the functions allowed); APIError(400) otherwise."""
+    try:
+        mode, allowed, _ = tool_choice_mode(choice, functions)
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
+    return mode, allowed
 
 
 def _single_special(model: _core.Model, text: str) -> int | None:
