@@ -2,11 +2,20 @@
 
 Every call generates exactly ``--tokens`` tokens: end-of-generation is banned by
 ``logit_bias`` on both sides (llama-cpp-python applies it as a Python logits processor, a
-copy of one logits row per token). Single stream: ``Llama.create_completion`` tokens/s. Concurrent callers in one service:
-N callers each ask a completion of ``--tokens`` tokens at once; pyllama serves them with
-``AsyncLlama`` (asyncio tasks, the batching engine), llama-cpp-python with one ``Llama``
-shared by N threads behind a lock (its Llama is not safe to call from two threads at
-once; that is how a service shares it). Aggregate tokens/s = tokens generated / wall time.
+copy of one logits row per token).
+
+- single stream: ``Llama.create_completion`` tokens/s, called from the main thread;
+- single stream from another thread: the same call from a second thread once the main
+  thread has computed (a web framework's worker pool). ggml's OpenMP keeps a worker pool
+  per calling thread, and two live pools on a machine with as many threads as cores make
+  every barrier sleep; pyllama computes on each context's own thread, llama-cpp-python on
+  the caller's;
+- N callers in one service: N completions asked at once. pyllama serves them with
+  ``AsyncLlama`` (asyncio tasks, the batching engine); llama-cpp-python with one ``Llama``
+  behind a one-thread executor (its Llama is not safe to call from two threads at once, and
+  one thread also spares it the pool trap above: its best case). Aggregate tokens/s =
+  tokens generated / wall time; and the wall time of the N calls at once against N calls
+  one after another.
 
 llama-cpp-python runs in its own venv (benchmarks/llama_cpp_python_venv.sh), in a child
 process running this file with ``--side llama_cpp``; the two sides take turns.
@@ -23,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PROMPT = "Once upon a time, in a small village by the sea, there lived"
@@ -33,34 +43,52 @@ DEFAULT_LCP = (
 
 
 def lcp_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
     from llama_cpp import Llama
 
     llm = Llama(
         model, n_ctx=2048, n_threads=threads, n_threads_batch=threads, n_batch=512, verbose=False
     )
     ban = {llm.token_eos(): -1e9}
-    lock = threading.Lock()
+
+    def call(i: int | None) -> int:
+        prompt = PROMPT if i is None else f"{PROMPT} {i}"
+        r = llm(prompt, max_tokens=tokens, temperature=0, logit_bias=ban)
+        return r["usage"]["completion_tokens"]
+
     llm(PROMPT, max_tokens=8, temperature=0)  # warm-up
-    out: dict = {}
-    start = time.perf_counter()
-    n = llm(PROMPT, max_tokens=tokens, temperature=0, logit_bias=ban)["usage"]["completion_tokens"]
-    out["single"] = n / (time.perf_counter() - start)
-    for c in concurrency:
-        counts: list[int] = []
-
-        def call(i: int, counts: list[int] = counts) -> None:
-            with lock:
-                r = llm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0, logit_bias=ban)
-            counts.append(r["usage"]["completion_tokens"])
-
-        ts = [threading.Thread(target=call, args=(i,)) for i in range(c)]
+    out: dict = {"single": timed_rate(lambda: call(None))}
+    out["single_other_thread"] = in_other_thread(lambda: timed_rate(lambda: call(None)))
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the service's one compute thread
+        pool.submit(call, None).result()
+        for c in concurrency:
+            start = time.perf_counter()
+            n = sum(f.result() for f in [pool.submit(call, i) for i in range(c)])
+            out[f"c{c}"] = n / (time.perf_counter() - start)
+        n_seq = max(concurrency)
         start = time.perf_counter()
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        out[f"c{c}"] = sum(counts) / (time.perf_counter() - start)
+        for i in range(n_seq):
+            pool.submit(call, i).result()
+        out[f"seq{n_seq}_s"] = time.perf_counter() - start
+    out[f"c{n_seq}_s"] = n_seq * tokens / out[f"c{n_seq}"]
     return out
+
+
+def timed_rate(fn: Callable[[], int]) -> float:
+    """Tokens per second of fn(), which returns the tokens it generated."""
+    start = time.perf_counter()
+    n = fn()
+    return n / (time.perf_counter() - start)
+
+
+def in_other_thread(fn: Callable[[], float]) -> float:
+    """fn() computed on a new thread."""
+    result: list = []
+    t = threading.Thread(target=lambda: result.append(fn()))
+    t.start()
+    t.join()
+    return result[0]
 
 
 def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> dict:
@@ -72,9 +100,13 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) 
     llm = Llama(model, n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
     ban = {llm.token_eos(): -1e9}
     llm(PROMPT, max_tokens=8, temperature=0)
-    start = time.perf_counter()
-    n = llm(PROMPT, max_tokens=tokens, temperature=0, logit_bias=ban)["usage"]["completion_tokens"]
-    out["single"] = n / (time.perf_counter() - start)
+
+    def single() -> int:
+        r = llm(PROMPT, max_tokens=tokens, temperature=0, logit_bias=ban)
+        return r["usage"]["completion_tokens"]
+
+    out["single"] = timed_rate(single)
+    out["single_other_thread"] = in_other_thread(lambda: timed_rate(single))
     llm.close()
     allm = AsyncLlama(
         model,
@@ -85,16 +117,26 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) 
         verbose=False,
     )
 
+    def call(i: int):  # the coroutine of one completion
+        return allm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0, logit_bias=ban)
+
     async def run(c: int) -> float:
         start = time.perf_counter()
-        rs = await asyncio.gather(
-            *[allm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0) for i in range(c)]
-        )
+        rs = await asyncio.gather(*[call(i) for i in range(c)])
         return sum(r["usage"]["completion_tokens"] for r in rs) / (time.perf_counter() - start)
+
+    async def sequential(c: int) -> float:
+        start = time.perf_counter()
+        for i in range(c):
+            await call(i)
+        return time.perf_counter() - start
 
     asyncio.run(allm(PROMPT, max_tokens=8, temperature=0))
     for c in concurrency:
         out[f"c{c}"] = asyncio.run(run(c))
+    n_seq = max(concurrency)
+    out[f"seq{n_seq}_s"] = asyncio.run(sequential(n_seq))
+    out[f"c{n_seq}_s"] = n_seq * tokens / out[f"c{n_seq}"]
     allm.close()
     return out
 
@@ -128,16 +170,26 @@ def main() -> int:
                    "--tokens", str(a.tokens), "--concurrency", a.concurrency]  # fmt: skip
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[side].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    keys = ["single"] + [f"c{c}" for c in conc]
-    best = {side: {k: max(r[k] for r in rs) for k in keys} for side, rs in runs.items()}
+    keys = ["single", "single_other_thread"] + [f"c{c}" for c in conc]
+    n = max(conc)
+    walls = [f"c{n}_s", f"seq{n}_s"]
+    best = {
+        side: {k: max(r[k] for r in rs) for k in keys} | {k: min(r[k] for r in rs) for k in walls}
+        for side, rs in runs.items()
+    }
     print("| measure | pyllama tok/s | llama-cpp-python tok/s | ratio |")
     print("| --- | --- | --- | --- |")
     for k in keys:
         p, q = best["pyllama"][k], best["llama_cpp"][k]
-        label = (
-            "single stream (Llama)" if k == "single" else f"{k[1:]} callers (AsyncLlama / threads)"
-        )
+        label = {
+            "single": "single stream (Llama)",
+            "single_other_thread": "single stream, from a second thread",
+        }.get(k, f"{k[1:]} callers (AsyncLlama / one-thread executor)")
         print(f"| {label} | {p:.1f} | {q:.1f} | {p / q:.2f} |")
+    print(f"\n| {n} calls of {a.tokens} tokens | pyllama s | llama-cpp-python s |")
+    print("| --- | --- | --- |")
+    for k, label in zip(walls, ("at once", "one after another"), strict=True):
+        print(f"| {label} | {best['pyllama'][k]:.1f} | {best['llama_cpp'][k]:.1f} |")
     if a.json:
         out = Path(__file__).parent / "results" / f"python_api_{time.strftime('%Y-%m-%d')}.jsonl"
         with out.open("a") as f:

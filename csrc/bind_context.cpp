@@ -44,7 +44,7 @@ void register_context(py::module_ & m) {
                          uint32_t n_seq_max, int32_t n_threads, int32_t n_threads_batch, int32_t flash_attn,
                          bool embeddings, int32_t pooling, int32_t attention, const std::string & type_k,
                          const std::string & type_v, bool offload_kqv, bool kv_unified, bool swa_full,
-                         bool no_perf, float rope_freq_base, float rope_freq_scale) {
+                         bool no_perf, float rope_freq_base, float rope_freq_scale, bool compute_thread) {
                  if (!model) throw std::invalid_argument("model is None");
                  ContextParams p;
                  p.n_ctx = n_ctx;
@@ -65,6 +65,7 @@ void register_context(py::module_ & m) {
                  p.no_perf = no_perf;
                  p.rope_freq_base = rope_freq_base;
                  p.rope_freq_scale = rope_freq_scale;
+                 p.compute_thread = compute_thread;
                  if (flash_attn < -1 || flash_attn > 1) throw std::invalid_argument("flash_attn must be -1 (auto), 0 or 1");
                  if (n_seq_max == 0) throw std::invalid_argument("n_seq_max must be >= 1");
                  // Allocating the KV cache can take a while: release the GIL (params are C++ now).
@@ -77,7 +78,9 @@ void register_context(py::module_ & m) {
              py::arg("pooling") = -1, py::arg("attention") = -1, py::arg("type_k") = "f16",
              py::arg("type_v") = "f16", py::arg("offload_kqv") = true, py::arg("kv_unified") = true,
              py::arg("swa_full") = true, py::arg("no_perf") = false, py::arg("rope_freq_base") = 0.0f,
-             py::arg("rope_freq_scale") = 0.0f)
+             py::arg("rope_freq_scale") = 0.0f, py::arg("compute_thread") = true,
+             "compute_thread: run decode/encode on the context's own thread whichever Python thread\n"
+             "calls (ggml's OpenMP pools are per calling thread; see csrc/core/compute_thread.hpp).")
         .def_property_readonly("model", &Context::model)
         .def_property_readonly("n_ctx", &Context::n_ctx)
         .def_property_readonly("n_batch", &Context::n_batch)

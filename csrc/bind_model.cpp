@@ -130,6 +130,7 @@ void register_model(py::module_ & m) {
         .def_property_readonly("has_encoder", [](const Model & s) { return llama_model_has_encoder(s.get()); })
         .def_property_readonly("has_decoder", [](const Model & s) { return llama_model_has_decoder(s.get()); })
         .def_property_readonly("is_recurrent", [](const Model & s) { return llama_model_is_recurrent(s.get()); })
+        .def_property_readonly("is_hybrid", [](const Model & s) { return llama_model_is_hybrid(s.get()); })
         .def_property_readonly("description", &Model::description)
         .def_property_readonly("metadata", &Model::metadata, "All GGUF metadata as strings.")
         .def("meta", &Model::meta, py::arg("key"), "One metadata value as a string ('' when absent).")

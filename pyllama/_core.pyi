@@ -86,6 +86,9 @@ class Model:
     def has_encoder(self) -> bool:
         ...
     @property
+    def is_hybrid(self) -> bool:
+        ...
+    @property
     def is_recurrent(self) -> bool:
         ...
     @property
@@ -216,8 +219,11 @@ class Context:
     """
     An inference context (KV cache, outputs) on a Model.
     """
-    def __init__(self, model: Model, *, n_ctx: typing.SupportsInt | typing.SupportsIndex = 0, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_seq_max: typing.SupportsInt | typing.SupportsIndex = 1, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, attention: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', offload_kqv: bool = True, kv_unified: bool = True, swa_full: bool = True, no_perf: bool = False, rope_freq_base: typing.SupportsFloat | typing.SupportsIndex = 0.0, rope_freq_scale: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
-        ...
+    def __init__(self, model: Model, *, n_ctx: typing.SupportsInt | typing.SupportsIndex = 0, n_batch: typing.SupportsInt | typing.SupportsIndex = 2048, n_ubatch: typing.SupportsInt | typing.SupportsIndex = 512, n_seq_max: typing.SupportsInt | typing.SupportsIndex = 1, n_threads: typing.SupportsInt | typing.SupportsIndex = -1, n_threads_batch: typing.SupportsInt | typing.SupportsIndex = -1, flash_attn: typing.SupportsInt | typing.SupportsIndex = -1, embeddings: bool = False, pooling: typing.SupportsInt | typing.SupportsIndex = -1, attention: typing.SupportsInt | typing.SupportsIndex = -1, type_k: str = 'f16', type_v: str = 'f16', offload_kqv: bool = True, kv_unified: bool = True, swa_full: bool = True, no_perf: bool = False, rope_freq_base: typing.SupportsFloat | typing.SupportsIndex = 0.0, rope_freq_scale: typing.SupportsFloat | typing.SupportsIndex = 0.0, compute_thread: bool = True) -> None:
+        """
+        compute_thread: run decode/encode on the context's own thread whichever Python thread
+        calls (ggml's OpenMP pools are per calling thread; see csrc/core/compute_thread.hpp).
+        """
     def decode(self, batch: Batch) -> None:
         ...
     def embeddings_ith(self, idx: typing.SupportsInt | typing.SupportsIndex = -1) -> numpy.typing.NDArray[numpy.float32]:

@@ -68,6 +68,15 @@ Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_
     ctx_.reset(llama_init_from_model(model_->get(), cp));
     if (!ctx_) fail("failed to create context");
     pools_.attach(ctx_.get(), p.cpu, cp.n_threads, p.cpu_batch, cp.n_threads_batch);
+    if (p.compute_thread) compute_ = std::make_unique<ComputeThread>();
+}
+
+void Context::compute(const std::function<void()> & fn) {
+    if (compute_) {
+        compute_->run(fn);
+    } else {
+        fn();
+    }
 }
 
 void Context::set_control_vectors(const std::vector<ControlVector> & vectors, int32_t il_start, int32_t il_end) {
@@ -94,32 +103,34 @@ void Context::set_control_vectors(const std::vector<ControlVector> & vectors, in
 
 void Context::warmup() {
     Lock lock(mu_);
-    llama_model * model = model_->get();
-    const llama_vocab * vocab = model_->vocab();
-    std::vector<llama_token> tmp;
-    for (llama_token t : {llama_vocab_bos(vocab), llama_vocab_eos(vocab)}) {
-        if (t != LLAMA_TOKEN_NULL) tmp.push_back(t);  // some models (T5) have no BOS
-    }
-    if (tmp.empty()) tmp.push_back(0);
-    log_clear();
-    if (llama_model_has_encoder(model)) {
-        if (llama_encode(ctx_.get(), llama_batch_get_one(tmp.data(), static_cast<int32_t>(tmp.size()))) != 0) {
-            fail("warm-up: llama_encode failed");
+    compute([&] {
+        llama_model * model = model_->get();
+        const llama_vocab * vocab = model_->vocab();
+        std::vector<llama_token> tmp;
+        for (llama_token t : {llama_vocab_bos(vocab), llama_vocab_eos(vocab)}) {
+            if (t != LLAMA_TOKEN_NULL) tmp.push_back(t);  // some models (T5) have no BOS
         }
-        llama_token start = llama_model_decoder_start_token(model);
-        tmp.assign(1, start == LLAMA_TOKEN_NULL ? llama_vocab_bos(vocab) : start);
-    }
-    if (llama_model_has_decoder(model)) {
-        tmp.resize(std::min(tmp.size(), static_cast<size_t>(llama_n_batch(ctx_.get()))));
-        if (llama_decode(ctx_.get(), llama_batch_get_one(tmp.data(), static_cast<int32_t>(tmp.size()))) != 0) {
-            fail("warm-up: llama_decode failed");
+        if (tmp.empty()) tmp.push_back(0);
+        log_clear();
+        if (llama_model_has_encoder(model)) {
+            if (llama_encode(ctx_.get(), llama_batch_get_one(tmp.data(), static_cast<int32_t>(tmp.size()))) != 0) {
+                fail("warm-up: llama_encode failed");
+            }
+            llama_token start = llama_model_decoder_start_token(model);
+            tmp.assign(1, start == LLAMA_TOKEN_NULL ? llama_vocab_bos(vocab) : start);
         }
-    }
-    llama_memory_clear(llama_get_memory(ctx_.get()), true);
-    llama_synchronize(ctx_.get());
-    llama_perf_context_reset(ctx_.get());
-    n_outputs_ = 0;
-    output_rows_.clear();
+        if (llama_model_has_decoder(model)) {
+            tmp.resize(std::min(tmp.size(), static_cast<size_t>(llama_n_batch(ctx_.get()))));
+            if (llama_decode(ctx_.get(), llama_batch_get_one(tmp.data(), static_cast<int32_t>(tmp.size()))) != 0) {
+                fail("warm-up: llama_decode failed");
+            }
+        }
+        llama_memory_clear(llama_get_memory(ctx_.get()), true);
+        llama_synchronize(ctx_.get());
+        llama_perf_context_reset(ctx_.get());
+        n_outputs_ = 0;
+        output_rows_.clear();
+    });
 }
 
 void Context::check_seq(llama_seq_id seq) const {
@@ -149,7 +160,8 @@ bool Context::try_decode(const Batch & batch) {
     Lock lock(mu_);
     if (batch.size() == 0) throw std::invalid_argument("cannot decode an empty batch");
     log_clear();
-    const int32_t rc = llama_decode(ctx_.get(), batch.raw());
+    int32_t rc = 0;
+    compute([&] { rc = llama_decode(ctx_.get(), batch.raw()); });
     if (rc == 0) {
         record_outputs(batch);
         return true;
@@ -168,7 +180,8 @@ void Context::encode(const Batch & batch) {
     Lock lock(mu_);
     if (batch.size() == 0) throw std::invalid_argument("cannot encode an empty batch");
     log_clear();
-    const int32_t rc = llama_encode(ctx_.get(), batch.raw());
+    int32_t rc = 0;
+    compute([&] { rc = llama_encode(ctx_.get(), batch.raw()); });
     if (rc != 0) {
         n_outputs_ = 0;
         output_rows_.clear();

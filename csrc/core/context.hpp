@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/batch.hpp"
+#include "core/compute_thread.hpp"
 #include "core/model.hpp"
 #include "core/threads.hpp"
 #include "llama-cpp.h"
@@ -35,6 +36,9 @@ struct ContextParams {
     bool swa_full = true;
     bool no_perf = false;
     bool op_offload = true;        // host tensor operations may run on a device
+    // compute on the context's own thread (contexts Python calls from any thread; the
+    // engine computes on its own loop thread already): see core/compute_thread.hpp
+    bool compute_thread = false;
     // RoPE and YaRN (llama-server's --rope-*, --yarn-*); these defaults: the model's
     int32_t rope_scaling_type = -1;  // llama_rope_scaling_type: -1 model, 0 none, 1 linear, 2 yarn
     float rope_freq_base = 0.0f;
@@ -139,7 +143,11 @@ private:
     void record_outputs(const Batch & batch);
     int32_t resolve_output(int32_t idx) const;
 
+    // Run fn on the compute thread when the context has one, else on the caller's.
+    void compute(const std::function<void()> & fn);
+
     std::shared_ptr<Model> model_;
+    std::unique_ptr<ComputeThread> compute_;  // null: compute on the caller's thread
     Threadpools pools_;  // declared before ctx_: freed after the context that uses them
     llama_context_ptr ctx_;
     std::vector<std::shared_ptr<LoraAdapter>> lora_;  // keep applied adapters alive

@@ -102,6 +102,12 @@ std::string log_take() {
     return out;
 }
 
+void log_append(const std::string & text) {
+    if (text.empty()) return;
+    t_captured += text;
+    t_captured += '\n';
+}
+
 void fail(const std::string & what) {
     std::string detail = log_take();
     throw LlamaError(detail.empty() ? what : what + ": " + detail);

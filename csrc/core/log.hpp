@@ -20,6 +20,7 @@ int  log_get_level();
 bool log_set_file(const std::string & path);  // also append echoed lines there ("": stop)
 void log_clear();               // forget this thread's captured messages
 std::string log_take();         // this thread's captured warnings/errors, then clear
+void log_append(const std::string & text);  // add to this thread's captured messages
 // The "offloaded N/M layers to GPU" of this thread's last model load (since log_clear).
 bool log_offload(int & on_devices, int & total);
 

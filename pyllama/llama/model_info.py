@@ -60,6 +60,14 @@ class ModelInfo:
     def n_ctx(self) -> int:
         return self._n_ctx
 
+    @property
+    def _is_recurrent(self) -> bool:  # llama-cpp-python's attribute (its tests read it)
+        return self._model.is_recurrent
+
+    @property
+    def _is_hybrid(self) -> bool:
+        return self._model.is_hybrid
+
     def n_embd(self) -> int:
         return self._model.n_embd
 

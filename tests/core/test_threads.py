@@ -1,11 +1,17 @@
-"""decode and sampling release the GIL: Python threads keep running meanwhile."""
+"""decode and sampling release the GIL: Python threads keep running meanwhile; a context
+computes on its own thread."""
 
 from __future__ import annotations
 
+import gc
+import os
 import threading
 import time
 
-from pyllama import Batch, Context
+import numpy as np
+import pytest
+
+from pyllama import Batch, Context, LlamaError
 
 
 def test_python_thread_runs_during_decode(llm, ticker):
@@ -40,3 +46,49 @@ def test_two_threads_share_a_llama(llm):
     for t in threads:
         t.join()
     assert results[0] == results[1] and results[0]
+
+
+def _os_threads() -> set[int]:
+    return {int(t) for t in os.listdir("/proc/self/task")}
+
+
+def _decode_once(ctx: Context, tokens: list[int]) -> np.ndarray:
+    ctx.memory_clear(True)
+    batch = Batch(len(tokens), 1)
+    batch.add_sequence(tokens, 0, 0, True)
+    ctx.decode(batch)
+    return np.array(ctx.logits_ith(-1))
+
+
+def test_context_computes_on_its_own_thread(llm):
+    """ggml's OpenMP keeps a worker pool per thread that ever computed, and two live pools
+    slow every barrier (csrc/core/compute_thread.hpp): a context computes on its own
+    thread whoever calls it, and that thread (with its pool) ends with the context."""
+    tokens = llm.model.tokenize("The capital of France is", True, False)
+    before = _os_threads()
+    ctx = Context(llm.model, n_ctx=256, n_threads=2)
+    main_logits = _decode_once(ctx, tokens)
+    with_ctx = _os_threads()
+    assert len(with_ctx - before) >= 1  # the compute thread (and its OpenMP worker)
+
+    # other Python threads compute on that same thread: no new OS threads, same logits
+    other: list[np.ndarray] = []
+    for _ in range(3):
+        t = threading.Thread(target=lambda c: other.append(_decode_once(c, tokens)), args=(ctx,))
+        t.start()
+        t.join()
+    assert _os_threads() - with_ctx == set()
+    for logits in other:
+        np.testing.assert_array_equal(logits, main_logits)
+
+    del ctx
+    gc.collect()
+    assert _os_threads() - before == set()
+
+
+def test_compute_thread_failure_carries_llama_log(llm):
+    ctx = Context(llm.model, n_ctx=64, n_batch=64, n_threads=2)
+    batch = Batch(2, 1)
+    batch.add(llm.model.n_vocab + 5, 0, [0], True)  # no such token
+    with pytest.raises(LlamaError, match=r"invalid batch: .*token"):
+        ctx.decode(batch)
