@@ -109,13 +109,14 @@ class EngineLlama(ModelInfo):
         self._embedding = embedding
         self._n_ctx = n_ctx
         self.n_batch = min(n_batch, n_ctx * n_parallel)
-        # one unified cache of n_ctx per caller; no caller may take more than its n_ctx
+        # a KV stream of n_ctx per caller (as llama-server with -np): in one unified cache a
+        # caller's attention would span every caller's cells, a third slower once all are used
         self.engine = _core.Engine(
             self._model,
             n_parallel=n_parallel,
             n_ctx=n_ctx * n_parallel,
             n_ctx_slot_max=n_ctx,
-            kv_unified=True,
+            kv_unified=False,
             n_batch=self.n_batch,
             n_ubatch=self.n_batch if embedding else min(n_ubatch, self.n_batch),
             n_threads=self.n_threads,
