@@ -26,14 +26,14 @@ def main() -> int:
     best = record["best"]
     rows = []
     for key in best["pyllama"]:
-        if key.startswith("c"):
+        if key.startswith("c") and key[1:].isdigit():
             p, q = best["pyllama"][key], best["llama_cpp"][key]
             rows.append({"concurrency": int(key[1:]), "ours": p, "theirs": q, "ratio": p / q})
     dst = Path(__file__).resolve().parent.parent / "docs" / "img" / "python_api_throughput.png"
     plot_pair(
         rows,
         ("ours", "pyllama AsyncLlama"),
-        ("theirs", "llama-cpp-python Llama (threads)"),
+        ("theirs", "llama-cpp-python Llama (one compute thread)"),
         xlabel="concurrent callers in one process",
         ylabel="aggregate tokens/s",
         title="In-process API, SmolLM2-135M, 2 threads",
