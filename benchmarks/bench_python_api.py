@@ -15,7 +15,10 @@ copy of one logits row per token).
   behind a one-thread executor (its Llama is not safe to call from two threads at once, and
   one thread also spares it the pool trap above: its best case). Aggregate tokens/s =
   tokens generated / wall time; and the wall time of the N calls at once against N calls
-  one after another.
+  one after another;
+- N threads: N completions at once, each from its own thread (a thread-pool framework):
+  pyllama's thread-safe ``BatchedLlama``, llama-cpp-python's ``Llama`` behind a lock, as
+  its own server shares it.
 
 llama-cpp-python runs in its own venv (benchmarks/llama_cpp_python_venv.sh), in a child
 process running this file with ``--side llama_cpp``; the two sides take turns.
@@ -73,6 +76,13 @@ def lcp_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> d
         out[f"seq{n_seq}_s"] = time.perf_counter() - start
         # the pool's thread has computed and lives on: now a call from a second thread
         out["single_other_thread"] = timed_rate(lambda: call(None))
+    lock = threading.Lock()  # how llama-cpp-python's own server shares its Llama
+
+    def locked(i: int) -> int:
+        with lock:
+            return call(i)
+
+    out[f"threads{n_seq}"] = threads_rate(locked, n_seq)
     out[f"c{n_seq}_s"] = n_seq * tokens / out[f"c{n_seq}"]
     return out
 
@@ -82,6 +92,18 @@ def timed_rate(fn: Callable[[], int]) -> float:
     start = time.perf_counter()
     n = fn()
     return n / (time.perf_counter() - start)
+
+
+def threads_rate(call: Callable[[int], int], n: int) -> float:
+    """Aggregate tokens/s of call(0..n-1), each on its own new thread, all at once."""
+    counts: list[int] = []
+    ts = [threading.Thread(target=lambda i=i: counts.append(call(i))) for i in range(n)]
+    start = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(counts) / (time.perf_counter() - start)
 
 
 def in_other_thread(fn: Callable[[], float]) -> float:
@@ -96,7 +118,7 @@ def in_other_thread(fn: Callable[[], float]) -> float:
 def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> dict:
     import asyncio
 
-    from pyllama import AsyncLlama, Llama
+    from pyllama import AsyncLlama, BatchedLlama, Llama
 
     out: dict = {}
     llm = Llama(model, n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
@@ -140,6 +162,18 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) 
     out[f"seq{n_seq}_s"] = asyncio.run(sequential(n_seq))
     out[f"c{n_seq}_s"] = n_seq * tokens / out[f"c{n_seq}"]
     allm.close()
+    # the thread-safe facade: n_seq threads at once, as a thread-pool framework calls it
+    blm = BatchedLlama(
+        model, n_parallel=n_seq, n_ctx=2048, n_threads=threads, n_batch=512, verbose=False
+    )
+    blm(PROMPT, max_tokens=8, temperature=0)
+
+    def blocking(i: int) -> int:
+        r = blm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0, logit_bias=ban)
+        return r["usage"]["completion_tokens"]
+
+    out[f"threads{n_seq}"] = threads_rate(blocking, n_seq)
+    blm.close()
     return out
 
 
@@ -172,7 +206,7 @@ def main() -> int:
                    "--tokens", str(a.tokens), "--concurrency", a.concurrency]  # fmt: skip
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[side].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    keys = ["single", "single_other_thread"] + [f"c{c}" for c in conc]
+    keys = ["single", "single_other_thread"] + [f"c{c}" for c in conc] + [f"threads{max(conc)}"]
     n = max(conc)
     walls = [f"c{n}_s", f"seq{n}_s"]
     best = {
@@ -186,6 +220,7 @@ def main() -> int:
         label = {
             "single": "single stream (Llama)",
             "single_other_thread": "single stream, from a second thread",
+            f"threads{max(conc)}": f"{max(conc)} threads (BatchedLlama / Llama with a lock)",
         }.get(k, f"{k[1:]} callers (AsyncLlama / one-thread executor)")
         print(f"| {label} | {p:.1f} | {q:.1f} | {p / q:.2f} |")
     print(f"\n| {n} calls of {a.tokens} tokens | pyllama s | llama-cpp-python s |")
