@@ -45,6 +45,7 @@ py::dict metrics_dict(const engine::Metrics & m) {
     py::dict d;
     d["n_prompt_tokens_total"] = m.n_prompt_tokens_total;
     d["n_prompt_cached_total"] = m.n_prompt_cached_total;
+    d["n_prompt_shared_total"] = m.n_prompt_shared_total;
     d["t_prompt_ms_total"] = m.t_prompt_ms_total;
     d["n_predicted_total"] = m.n_predicted_total;
     d["t_predicted_ms_total"] = m.t_predicted_ms_total;
@@ -178,6 +179,7 @@ void register_engine(py::module_ & m) {
         .def_readonly("stopping_word", &Event::stopping_word)
         .def_readonly("n_prompt", &Event::n_prompt)
         .def_readonly("n_cached", &Event::n_cached)
+        .def_readonly("n_shared", &Event::n_shared)
         .def_readonly("n_processed", &Event::n_processed)
         .def_readonly("n_predicted", &Event::n_predicted)
         .def_readonly("t_prompt_ms", &Event::t_prompt_ms)
@@ -212,7 +214,7 @@ void register_engine(py::module_ & m) {
                          int32_t draft_threads_batch, std::optional<CpuParams> draft_cpu,
                          std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
                          std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
-                         std::optional<engine::NgramSpec> ngram) {
+                         std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -267,6 +269,9 @@ void register_engine(py::module_ & m) {
                  p.draft_type_k = std::move(draft_type_k);
                  p.draft_type_v = std::move(draft_type_v);
                  if (ngram) p.ngram = std::move(*ngram);
+                 if (share_min < 1) throw std::invalid_argument("share_min must be >= 1");
+                 p.share_prefix = share_prefix;
+                 p.share_min = share_min;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -293,10 +298,13 @@ void register_engine(py::module_ & m) {
              py::arg("draft_threads") = -1, py::arg("draft_threads_batch") = -1,
              py::arg("draft_cpu") = std::optional<CpuParams>{}, py::arg("draft_cpu_batch") = std::optional<CpuParams>{},
              py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false, py::arg("n_ctx_slot_max") = 0,
-             py::arg("ngram") = std::optional<engine::NgramSpec>{},
+             py::arg("ngram") = std::optional<engine::NgramSpec>{}, py::arg("share_prefix") = true,
+             py::arg("share_min") = 32,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
-             "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start.")
+             "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "
+             "share_prefix: a prompt prefix another slot holds or is evaluating (at least share_min "
+             "tokens more than the slot's own cache) is copied from it instead of evaluated again.")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

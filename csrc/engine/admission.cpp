@@ -117,6 +117,7 @@ void Engine::admit() {
             s.text.emplace(task->params.stop);
             s.n_decoded = 0;
             s.n_draft = s.n_draft_accepted = 0;
+            s.n_shared = 0;
             s.truncated = false;
             if (!params_.spec_synth_probs.empty()) {  // as llama-server: the request's seed, else random
                 const uint32_t seed = task->params.sampling.seed;
@@ -157,6 +158,7 @@ void Engine::admit() {
             std::lock_guard<std::mutex> lk(pub_mu_);
             metrics_.n_prompt_cached_total += lcp;
         }
+        if (cache) share_prefix(*primary, lcp);
         emit_progress(*primary);  // before any prompt token is evaluated
         while (index < need) {
             idle.erase(std::remove_if(idle.begin(), idle.end(), [](Slot * s) { return s->state != Slot::State::Idle; }),

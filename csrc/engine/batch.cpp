@@ -151,6 +151,7 @@ bool Engine::step() {
                 metrics_.n_prompt_tokens_total += static_cast<uint64_t>(s->chunk);
             }
             emit_progress(*s);
+            release_waiters(*s, false);
             if (s->n_past < prompt.size()) continue;
             s->t_prompt_done = now_us();
             {

@@ -82,6 +82,10 @@ struct EngineParams {
     int32_t control_vector_start = 0;  // <= 0: the first layer
     int32_t control_vector_end = 0;    // <= 0: the last layer
     bool warmup = true;                // --no-warmup
+    // a prompt prefix another slot holds or is evaluating is copied from there instead of
+    // evaluated again, when it saves at least share_min tokens (engine/shared_prefix.cpp)
+    bool share_prefix = true;
+    int32_t share_min = 32;
     int32_t n_ctx_slot_max = 0;        // a slot's context limit (--kv-unified-per-slot; 0: none)
     // the draft model's context: its own threads, CPU placement and KV types (the
     // main context's when left at these defaults)
@@ -107,6 +111,7 @@ struct SlotInfo {
 struct Metrics {
     uint64_t n_prompt_tokens_total = 0;   // evaluated, not taken from a cache
     uint64_t n_prompt_cached_total = 0;   // taken from a slot's cache
+    uint64_t n_prompt_shared_total = 0;   // of those, copied from another slot's KV
     double t_prompt_ms_total = 0;
     uint64_t n_predicted_total = 0;
     double t_predicted_ms_total = 0;
@@ -197,6 +202,11 @@ private:
     size_t reuse_chunks(Slot & slot, const std::vector<llama_token> & prompt, size_t n_past, size_t min_chunk);
     void swap_prompt(Slot & slot, const std::vector<llama_token> & prompt, bool by_lru);  // --cache-ram
     void cache_idle_slots();  // --cache-idle-slots, after a task was placed
+    // shared prefixes (engine/shared_prefix.cpp): a new task's slot takes the longest prefix
+    // another slot holds, now or once that slot's prompt evaluation has reached it
+    void share_prefix(Slot & slot, size_t have);
+    void copy_prefix(Slot & from, Slot & to, size_t len);
+    void release_waiters(Slot & donor, bool failed);  // donor advanced, ended or failed
     void trace(const char * what) const;
     void draft_all();                // speculative: draft tokens for generating slots
     int32_t draft_room(const Slot & slot) const;  // most draft tokens the slot may take now

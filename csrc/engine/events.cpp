@@ -33,21 +33,26 @@ void Engine::fail_slot(Slot & s, const std::string & kind, const std::string & m
 }
 
 void Engine::release(Slot & s) {
+    const bool prompting = s.state == Slot::State::Prompt;
     s.state = Slot::State::Idle;
     s.task.reset();
     s.chain.reset();
     s.grammar.reset();
     s.text.reset();
     s.parent = nullptr;
+    s.donor = nullptr;
+    s.share_len = 0;
     s.i_batch = -1;
     s.chunk = 0;
     s.fed = false;
     s.t_last_used = now_us();
+    if (prompting) release_waiters(s, true);  // after: it may now serve as an idle donor
 }
 
 void Engine::stamp(Event & ev, const Slot & s, int64_t now) {
     ev.n_prompt = static_cast<int32_t>(s.prompt().size());
     ev.n_cached = s.n_cached;
+    ev.n_shared = s.n_shared;
     ev.n_predicted = s.n_decoded;
     ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
     ev.t_predicted_ms = static_cast<double>(now - s.t_prompt_done) / 1e3;
@@ -62,6 +67,7 @@ void Engine::emit_progress(const Slot & s) {
     ev.type = Event::Type::Progress;
     ev.n_prompt = static_cast<int32_t>(s.prompt().size());
     ev.n_cached = s.n_cached;
+    ev.n_shared = s.n_shared;
     ev.n_processed = static_cast<int32_t>(s.n_past);
     ev.t_prompt_ms = static_cast<double>(now_us() - s.t_start) / 1e3;
     if (ev.n_processed == ev.n_cached) ev.t_prompt_ms = 0.0;  // nothing evaluated yet

@@ -33,6 +33,10 @@ struct Engine::Slot {
     std::shared_ptr<TaskState> task;
     uint32_t index = 0;
     Slot * parent = nullptr;  // n > 1: the slot evaluating the shared prompt
+    // Waiting for another task's slot to evaluate the first share_len prompt tokens
+    Slot * donor = nullptr;
+    size_t share_len = 0;
+    int32_t n_shared = 0;  // prompt tokens copied from another slot
     size_t n_past = 0;
     // media: the next chunk of the prompt to evaluate, and the positions media in the cache
     // took beyond their tokens (M-RoPE: an image of n tokens takes fewer positions); the

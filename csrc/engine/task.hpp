@@ -69,6 +69,7 @@ struct Event {
     std::string stopping_word;
     int32_t n_prompt = 0;
     int32_t n_cached = 0;  // prompt tokens taken from the slot's cache
+    int32_t n_shared = 0;  // of those, copied from another slot's KV (shared prefix)
     int32_t n_predicted = 0;
     double t_prompt_ms = 0.0;
     double t_predicted_ms = 0.0;

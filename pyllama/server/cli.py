@@ -160,6 +160,8 @@ def parse_args(
         parser.error("--keep must be >= -1")
     if a.cache_ram < -1:
         parser.error("--cache-ram must be >= -1")
+    if a.prefix_share_min < 1:
+        parser.error("--prefix-share-min must be >= 1")
     if a.cache_reuse < 0:
         parser.error("--cache-reuse must be >= 0")
     if a.n_parallel == 0 or a.n_parallel < -1:
@@ -253,6 +255,8 @@ def parse_args(
         cache_reuse=0 if mm_on else a.cache_reuse,
         cache_ram_mib=a.cache_ram,
         cache_idle_slots=a.cache_idle_slots is not False,
+        prefix_share=a.prefix_share is not False,
+        prefix_share_min=a.prefix_share_min,
         slot_prompt_similarity=a.slot_prompt_similarity,
         model_draft=a.model_draft,
         sampling=sampling,
@@ -278,7 +282,7 @@ def parse_args(
         cors_methods=a.cors_methods,
         cors_headers=a.cors_headers,
         cors_credentials=a.cors_credentials is not False,
-        webui=bool(a.webui),
+        webui=a.webui is not False,
         tools=tools,
         tools_runtime=a.tools_runtime,
         mcp_servers_config=a.mcp_servers_config,

@@ -209,6 +209,8 @@ class Settings:
     spec_draft_p_min: float = 0.0
     cache_ram_mib: int = 8192  # --cache-ram (llama-server's default)
     cache_idle_slots: bool = True
+    prefix_share: bool = True  # --prefix-share (pyllama's): shared prompt prefixes copied
+    prefix_share_min: int = 32
     spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: draft-simple with -md
     ngram: NgramOptions = field(default_factory=NgramOptions)  # for --spec-type ngram-*
     spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off
@@ -226,7 +228,7 @@ class Settings:
     models_max: int = 4  # 0: no limit
     models_autoload: bool = True
     child_args: list[str] = field(default_factory=list)  # the router's flags children inherit
-    webui: bool = False
+    webui: bool = True  # the chat page at / (server/webui.py); --no-webui turns it off
     # experimental agent tools (server/tools/): GET/POST /tools and the web UI's MCP proxy
     tools: list[str] = field(default_factory=list)  # built-in tool names, or "all"
     tools_runtime: str = ""  # isolate every tool call runs in (docker:<image>, ssh:<host> ...)

@@ -158,6 +158,8 @@ class ServerState:
             ngram=ngram,
             cache_ram_mib=s.cache_ram_mib,
             cache_idle_slots=s.cache_idle_slots,
+            share_prefix=s.prefix_share,
+            share_min=s.prefix_share_min,
             verbose=s.verbose,
             **engine_options(s),
         )

@@ -386,7 +386,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         ["--no-webui", "--no-ui"],
         "webui",
         "LLAMA_ARG_UI",
-        "pyllama has no web UI; accepted for compatibility",
+        "the chat page at / for browsers (default: on; other clients get Ollama's answer "
+        "there); --path replaces it",
     )
     flag(
         "--tools",
@@ -431,6 +432,20 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     section("pyllama")
     flag("--max-queue", type=int, default=256, help="requests waiting for a slot before 503")
     flag("--max-body-bytes", type=int, default=64 << 20, help="larger request bodies get 413")
+    switch(
+        ["--prefix-share"],
+        ["--no-prefix-share"],
+        "prefix_share",
+        "PYLLAMA_PREFIX_SHARE",
+        "a prompt prefix another slot holds or is evaluating is copied from it, not evaluated "
+        "again (default: on)",
+    )
+    flag(
+        "--prefix-share-min",
+        type=int,
+        default=32,
+        help="fewest tokens a shared prefix must save (default: 32)",
+    )
     section("server")
     flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
     flag("--models-dir", env="LLAMA_ARG_MODELS_DIR", help="router mode: a directory of GGUF models")

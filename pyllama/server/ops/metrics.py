@@ -16,6 +16,7 @@ __all__ = ["MetricsBook"]
 _COUNTERS = (
     "n_prompt_tokens_total",
     "n_prompt_cached_total",
+    "n_prompt_shared_total",
     "t_prompt_ms_total",
     "n_predicted_total",
     "t_predicted_ms_total",
@@ -86,6 +87,12 @@ class MetricsBook:
                 "prompt_tokens_cached_total",
                 "Number of prompt tokens taken from a slot's cache.",
                 m["n_prompt_cached_total"],
+            ),
+            (
+                "counter",
+                "prompt_tokens_shared_total",
+                "Of those, tokens copied from another slot's KV (a shared prompt prefix).",
+                m["n_prompt_shared_total"],
             ),
             (
                 "counter",

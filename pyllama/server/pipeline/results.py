@@ -123,6 +123,8 @@ def timings(ev: _core.Event) -> dict[str, float]:
         "predicted_per_token_ms": gms / steps if steps and gms > 0 else 0.0,
         "predicted_per_second": 1e3 * steps / gms if steps and gms > 0 else 0.0,
     }
+    if ev.n_shared > 0:  # pyllama's: of cache_n, tokens copied from another slot's prefix
+        out["shared_n"] = ev.n_shared
     if ev.type != "progress" and ev.n_draft > 0:  # speculative decoding, as llama-server
         out["draft_n"] = ev.n_draft
         out["draft_n_accepted"] = ev.n_draft_accepted
