@@ -103,6 +103,9 @@ def main() -> int:
     ap.add_argument("--system-tokens", type=int, default=1000)
     ap.add_argument("--gen-tokens", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument(
+        "--pyllama-flags", default="", help="extra pyllama-server flags, e.g. --no-prefix-share"
+    )
     ap.add_argument("--json", action="store_true")
     add_llama_server_argument(ap)
     a = ap.parse_args()
@@ -111,7 +114,7 @@ def main() -> int:
     model = a.model or demo_model()
     flags = ["-m", model, "-t", str(a.threads), "-c", str(a.ctx_size), "-np", str(a.parallel)]
     sides = {
-        "pyllama": [sys.executable, "-m", "pyllama.server", *flags],
+        "pyllama": [sys.executable, "-m", "pyllama.server", *flags, *a.pyllama_flags.split()],
         "llama_server": [a.llama_server, *flags, "--no-webui"],
     }
     system = system_prompt(a.system_tokens)
