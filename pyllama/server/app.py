@@ -36,6 +36,7 @@ from pyllama.server.protocols.gcp import gcp_routes
 from pyllama.server.protocols.native import infill, rerank
 from pyllama.server.protocols.native import routes as native
 from pyllama.server.protocols.ollama import routes as ollama
+from pyllama.server.protocols.ollama.models import root as ollama_root
 from pyllama.server.protocols.openai import routes as openai
 from pyllama.server.protocols.responses import routes as responses
 from pyllama.server.settings import Settings
@@ -45,6 +46,7 @@ from pyllama.server.streams import routes as streams
 from pyllama.server.tools import proxy as cors_proxy
 from pyllama.server.tools import routes as tool_routes
 from pyllama.server.tools.registry import ToolBox
+from pyllama.server.webui import public_paths, static_root, webui_routes
 
 __all__ = ["create_app", "serve"]
 
@@ -91,6 +93,7 @@ def create_app(
     ]
     if settings.gcp is not None:
         routes += gcp_routes(settings.gcp, routes)
+    routes = _page_routes(settings, ollama_root) + routes  # its / goes before Ollama's
     if settings.static_path:  # after the API: its files fill in the paths the API leaves
         routes.append(Mount("/", StaticFiles(directory=settings.static_path, html=True)))
     middleware = _middleware(settings)
@@ -124,6 +127,15 @@ def tools_from_settings(settings: Settings) -> ToolBox | None:
     )
 
 
+def _page_routes(settings: Settings, fallback: Any) -> list[Route]:
+    """The chat page (``--webui``, on by default) at ``/``, or with ``--no-webui`` only the
+    worker that clears an old UI's cache; ``--path`` replaces both with its own files, as in
+    llama-server (the router serves no ``--path``)."""
+    if not settings.static_path:
+        return webui_routes(settings.webui, fallback)
+    return static_root(settings.static_path, fallback) if fallback is not None else []
+
+
 def _middleware(settings: Settings) -> list[Middleware]:
     middleware = []
     if settings.cors_origins:  # outermost, so that errors (401, 413) carry the headers too
@@ -140,7 +152,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
         middleware.append(Middleware(PrefixMiddleware, prefix=settings.api_prefix))
     middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
     if settings.api_keys:
-        public = PUBLIC_PATHS
+        # the page loads without a key and asks for it (llama-server's UI is public too)
+        public = PUBLIC_PATHS | public_paths(settings.webui and not settings.static_path)
         if settings.gcp is not None and settings.gcp.health_route:
             public = public | {settings.gcp.health_route}  # Vertex AI's probes send no key
         middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys, public=public))
@@ -178,7 +191,8 @@ def serve(settings: Settings) -> int:
         if settings.router:
             from pyllama.server.router.app import create_router_app
 
-            app = create_router_app(settings, _middleware(settings), tools)
+            pages = _page_routes(settings, None)
+            app = create_router_app(settings, _middleware(settings), tools, pages)
         else:
             app = create_app(settings, state=state, tools=tools)
     except ValueError as e:  # a bad tool flag, AIP_PREDICT_ROUTE naming an existing route

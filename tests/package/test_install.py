@@ -114,6 +114,21 @@ def test_the_wheel_carries_the_license_texts(wheel: Path):
             assert f"pyllama/licenses/{part}.LICENSE" in names, part
 
 
+def test_the_wheel_carries_the_chat_page(wheel: Path):
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    page = {f"pyllama/webui/{p.name}" for p in (ROOT / "pyllama" / "webui").iterdir()}
+    assert "pyllama/webui/index.html" in page
+    assert sorted(page - names) == []
+
+
+def test_the_installed_server_serves_the_chat_page(served: str):
+    page = httpx.get(served + "/", headers={"Accept": "text/html"})
+    assert page.status_code == 200 and '<script type="module"' in page.text
+    assert httpx.get(served + "/webui/main.js").status_code == 200
+    assert httpx.get(served + "/").text == "Ollama is running"  # other clients
+
+
 def test_the_server_extra_alone_serves_the_demo_model(served: str):
     r = httpx.post(
         served + "/v1/chat/completions",

@@ -73,6 +73,15 @@ def test_the_sdist_carries_the_pruned_llama_cpp_sources(sdist: Path):
     assert sdist.stat().st_size < 20 << 20
 
 
+def test_the_sdist_carries_the_chat_page(sdist: Path):
+    """pyllama/webui/ is package data: plain files, no build step, in the sdist as is."""
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    page = {f"pyllama/webui/{p.name}" for p in (ROOT / "pyllama" / "webui").iterdir()}
+    assert "pyllama/webui/index.html" in page
+    assert sorted(page - names) == []
+
+
 def test_the_sdist_builds_offline_and_generates(
     sdist: Path, build_env: Path, tmp_path: Path, smollm_path: str
 ):

@@ -53,7 +53,9 @@ def add_http_flags(t: FlagTable) -> None:
         dest="ui_config",
         env="LLAMA_ARG_UI_CONFIG",
         metavar="JSON",
-        help="default web UI settings, reported by /props as ui_settings",
+        help="the chat page's defaults, as a JSON object with llama-server's UI keys (theme, "
+        "systemMessage, temperature, top_k, max_tokens ...; the page lists those it does not "
+        "use), reported by /props as ui_settings",
     )
     flag(
         "--ui-config-file",

@@ -4,7 +4,7 @@ The middleware counts the requests that use the model (so a streamed response ke
 server awake until its last byte) and wakes the server before such a request runs. As in
 llama-server, health, props, models and metrics are answered while asleep without waking
 it, from what the state keeps (model facts, the engine's last metrics), and so are the
-resumable stream routes; unknown paths,
+resumable stream routes and the chat page's files; unknown paths,
 wrong methods and preflights do not wake it either. It sits inside auth, so a request
 without a valid key never loads the model.
 """
@@ -26,6 +26,10 @@ _READ_ONLY = frozenset(
             ("GET", path)
             for path in ("/health", "/v1/health", "/props", "/models", "/v1/models", "/metrics")
         ),
+        # the chat page's files (server/webui.py) and Ollama's "/": opening the page does
+        # not load the model, its first message does
+        *(("GET", path) for path in ("/", "/index.html", "/sw.js")),
+        ("HEAD", "/"),
         # resumable streams live beside the model: reading or stopping one needs no model
         ("GET", "/v1/stream"),
         ("DELETE", "/v1/stream"),
@@ -41,6 +45,8 @@ class WakeMiddleware:
 
     def _uses_model(self, scope: Scope) -> bool:
         if (scope["method"], scope["path"]) in _READ_ONLY or scope["method"] == "OPTIONS":
+            return False
+        if scope["path"].startswith("/webui/"):  # the page's modules and stylesheet
             return False
         routes = scope["app"].routes
         return any(route.matches(scope)[0] == Match.FULL for route in routes)

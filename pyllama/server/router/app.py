@@ -123,6 +123,7 @@ async def props(request: Request) -> Response:
             "model_alias": "pyllama-server",
             "model_path": "none",
             "default_generation_settings": {"params": {}, "n_ctx": 0},
+            "ui_settings": s.ui_config or {},  # --webui-config, for the chat page
             "build_info": "b-pyllama",
         }
     )
@@ -258,8 +259,13 @@ async def models_sse(request: Request) -> Response:
 
 
 def create_router_app(
-    settings: Settings, middleware: list[Any], tools: ToolBox | None = None
+    settings: Settings,
+    middleware: list[Any],
+    tools: ToolBox | None = None,
+    pages: list[Route] | None = None,
 ) -> Starlette:
+    """``pages``: the chat page's routes (``/`` and its files), served before the API's."""
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.models = table = ModelTable(
@@ -282,6 +288,7 @@ def create_router_app(
                 tools.close()
 
     routes = [
+        *(pages or []),
         Route("/health", health, methods=["GET"]),
         Route("/v1/health", health, methods=["GET"]),
         Route("/props", props, methods=["GET"]),
