@@ -5,9 +5,10 @@ A wave is N chat requests sent at once, each with the same system prompt of abou
 ``--system-tokens`` tokens and its own question, streaming ``--gen-tokens`` greedy
 tokens. The first wave meets empty caches (llama-server evaluates the system prompt once
 per slot; pyllama-server once, and the other slots copy it); the second wave repeats the
-questions (each slot's own cache serves it on both). Per wave: time to first token p50
-and max, and wall time. Each side gets a fresh server per repeat, so every first wave is
-a cold one; the best repeat per side and wave is reported.
+questions (each slot's own cache serves it on both), and so on for ``--waves``. Per
+wave: time to first token p50 and max, and wall time. Each side gets a fresh server per
+repeat, so every first wave is a cold one. Reported: the first wave's best repeat, and the
+median over every later wave of every repeat (short waves: one is noise).
 
     python benchmarks/bench_shared_prefix.py --repeat 2 --json
 """
@@ -103,6 +104,7 @@ def main() -> int:
     ap.add_argument("--system-tokens", type=int, default=1000)
     ap.add_argument("--gen-tokens", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--waves", type=int, default=4, help="the first cold, the others cached")
     ap.add_argument(
         "--pyllama-flags", default="", help="extra pyllama-server flags, e.g. --no-prefix-share"
     )
@@ -124,20 +126,27 @@ def main() -> int:
         for name, cmd in sides.items():
             proc, url = start(cmd)
             try:
-                waves = [asyncio.run(wave(url, system, questions, a.gen_tokens)) for _ in range(2)]
+                waves = [
+                    asyncio.run(wave(url, system, questions, a.gen_tokens)) for _ in range(a.waves)
+                ]
             finally:
                 stop(proc)
             runs[name].append(waves)
             print(name, [round(w["ttft_p50_s"], 2) for w in waves], file=sys.stderr, flush=True)
-    best = {
-        name: [min((rep[w] for rep in reps), key=lambda r: r["ttft_p50_s"]) for w in range(2)]
-        for name, reps in runs.items()
-    }
+
+    def cold(name: str) -> dict[str, Any]:
+        return min((rep[0] for rep in runs[name]), key=lambda r: r["ttft_p50_s"])
+
+    def cached(name: str) -> dict[str, float]:
+        later = [w for rep in runs[name] for w in rep[1:]]
+        return {k: statistics.median(w[k] for w in later) for k in ("ttft_p50_s", "ttft_max_s", "wall_s")}  # fmt: skip
+
+    best = {name: [cold(name), cached(name)] for name in runs}
     print(
         "| wave | pyllama TTFT p50 / max s | llama-server TTFT p50 / max s | p50 ratio | wall s |"
     )
     print("| --- | --- | --- | --- | --- |")
-    for w, label in enumerate(("first (cold)", "second (cached)")):
+    for w, label in enumerate(("first (cold), best", "later (cached), median")):
         p, q = best["pyllama"][w], best["llama_server"][w]
         print(
             f"| {label} | {p['ttft_p50_s']:.2f} / {p['ttft_max_s']:.2f} | "
