@@ -27,7 +27,9 @@ def complete(url: str, prompt: str, **kw) -> dict:
 
 @pytest.mark.parametrize("cache_ram", ["100", "0"])
 def test_idle_slots_go_to_ram_and_come_back(smollm_path, cache_ram):
-    args = ("-m", smollm_path, "-t", "2", "-c", "2048", "-np", "2", "-kvu")
+    # without prefix sharing: it would copy the long prompt from slot 0 when it stays
+    # (cache_ram 0); test_an_idle_slot_shares_without_the_ram_cache checks that
+    args = ("-m", smollm_path, "-t", "2", "-c", "2048", "-np", "2", "-kvu", "--no-prefix-share")
     with running_server(*args, "--cache-ram", cache_ram) as url:
         first = complete(url, LONG, id_slot=0)
         n_long = first["timings"]["prompt_n"]
@@ -49,3 +51,15 @@ def test_without_idle_slot_caching_the_slot_keeps_its_kv(smollm_path):
         complete(url, "The quick brown fox", id_slot=1)
         again = complete(url, LONG, id_slot=0)
         assert again["timings"]["cache_n"] >= first["timings"]["prompt_n"] - 1
+
+
+def test_an_idle_slot_shares_without_the_ram_cache(smollm_path):
+    """No RAM cache: slot 0 keeps the long prompt, and slot 1 copies it from there."""
+    args = ("-m", smollm_path, "-t", "2", "-c", "2048", "-np", "2", "-kvu", "--cache-ram", "0")
+    with running_server(*args) as url:
+        first = complete(url, LONG, id_slot=0)
+        n_long = first["timings"]["prompt_n"]
+        complete(url, "The quick brown fox", id_slot=1)
+        again = complete(url, LONG, id_slot=1)
+        assert again["timings"]["cache_n"] == again["timings"]["shared_n"] == n_long - 1
+        assert again["content"] == first["content"]
