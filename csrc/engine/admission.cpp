@@ -158,7 +158,7 @@ void Engine::admit() {
             std::lock_guard<std::mutex> lk(pub_mu_);
             metrics_.n_prompt_cached_total += lcp;
         }
-        if (cache) share_prefix(*primary, lcp);
+        if (cache) share_prefix(*primary);
         emit_progress(*primary);  // before any prompt token is evaluated
         while (index < need) {
             idle.erase(std::remove_if(idle.begin(), idle.end(), [](Slot * s) { return s->state != Slot::State::Idle; }),

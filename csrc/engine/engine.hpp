@@ -204,7 +204,7 @@ private:
     void cache_idle_slots();  // --cache-idle-slots, after a task was placed
     // shared prefixes (engine/shared_prefix.cpp): a new task's slot takes the longest prefix
     // another slot holds, now or once that slot's prompt evaluation has reached it
-    void share_prefix(Slot & slot, size_t have);
+    void share_prefix(Slot & slot);  // beyond what the slot's own KV (n_past) holds
     void copy_prefix(Slot & from, Slot & to, size_t len);
     void release_waiters(Slot & donor, bool failed);  // donor advanced, ended or failed
     void trace(const char * what) const;

@@ -17,7 +17,7 @@
 
 namespace pyllama::engine {
 
-void Engine::share_prefix(Slot & s, size_t have) {
+void Engine::share_prefix(Slot & s) {
     const auto & prompt = s.prompt();
     if (!params_.share_prefix || !s.task->params.media.empty() || prompt.size() < 2) return;
     Slot * best = nullptr;
@@ -40,7 +40,7 @@ void Engine::share_prefix(Slot & s, size_t have) {
             best = o.get();
         }
     }
-    if (best == nullptr || best_len < have + static_cast<size_t>(std::max(1, params_.share_min))) return;
+    if (best == nullptr || best_len < s.n_past + static_cast<size_t>(std::max(1, params_.share_min))) return;
     if (best->state != Slot::State::Prompt || best->n_past >= best_len) {
         copy_prefix(*best, s, best_len);
         return;
@@ -86,7 +86,7 @@ void Engine::release_waiters(Slot & donor, bool failed) {
             w->donor = nullptr;
             w->share_len = 0;
             w->state = Slot::State::Prompt;
-            share_prefix(*w, w->n_past);
+            share_prefix(*w);
         }
     }
 }
