@@ -155,6 +155,30 @@ void register_model(py::module_ & m) {
         .def_property_readonly("add_sep", [](const Model & s) { return llama_vocab_get_add_sep(s.vocab()); })
         .def("is_eog", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_is_eog(s.vocab(), t); }, py::arg("token"))
         .def("is_control", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_is_control(s.vocab(), t); }, py::arg("token"))
+        .def("has_special_text",
+             [](const Model & s, std::string_view text) { return s.has_special_text(text); }, py::arg("text"),
+             "Whether ``text`` holds the text of a control or unknown token, the only tokens that "
+             "parse_special changes: when it does not, tokenize gives the same with and without.")
+        .def("tokenize_prompt",
+             [](const Model & s, const std::string & text, bool add_special) {
+                 py::gil_scoped_release release;  // text is a C++ copy; the cache has its own lock
+                 return s.tokenize_prompt(text, add_special);
+             },
+             py::arg("text"), py::arg("add_special") = true,
+             "``tokenize(text, add_special, parse_special=True)``, the same tokens, with the stretches "
+             "between control tokens (a system prompt, earlier turns) from a cache.")
+        .def("piece_cache_info",
+             [](const Model & s) {
+                 const auto i = s.piece_cache_info();
+                 py::dict d;
+                 d["hits"] = i.hits;
+                 d["misses"] = i.misses;
+                 d["entries"] = i.entries;
+                 d["bytes"] = i.bytes;
+                 return d;
+             },
+             "tokenize_prompt's cache: hits and misses of the stretches long enough to keep, "
+             "entries and bytes of text held.")
         .def("token_text", [](const Model & s, llama_token t) { s.check_token(t); return py::bytes(llama_vocab_get_text(s.vocab(), t)); }, py::arg("token"))
         .def("token_score", [](const Model & s, llama_token t) { s.check_token(t); return llama_vocab_get_score(s.vocab(), t); }, py::arg("token"))
         .def("tokenize",

@@ -49,6 +49,10 @@ class Model:
         """
     def detokenize(self, tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], remove_special: bool = False, unparse_special: bool = False) -> bytes:
         ...
+    def has_special_text(self, text: str) -> bool:
+        """
+        Whether ``text`` holds the text of a control or unknown token, the only tokens that parse_special changes: when it does not, tokenize gives the same with and without.
+        """
     def is_control(self, token: typing.SupportsInt | typing.SupportsIndex) -> bool:
         ...
     def is_eog(self, token: typing.SupportsInt | typing.SupportsIndex) -> bool:
@@ -56,6 +60,10 @@ class Model:
     def meta(self, key: str) -> str:
         """
         One metadata value as a string ('' when absent).
+        """
+    def piece_cache_info(self) -> dict:
+        """
+        tokenize_prompt's cache: hits and misses of the stretches long enough to keep, entries and bytes of text held.
         """
     def token_score(self, token: typing.SupportsInt | typing.SupportsIndex) -> float:
         ...
@@ -67,6 +75,10 @@ class Model:
         """
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> list[int]:
         ...
+    def tokenize_prompt(self, text: str, add_special: bool = True) -> list[int]:
+        """
+        ``tokenize(text, add_special, parse_special=True)``, the same tokens, with the stretches between control tokens (a system prompt, earlier turns) from a cache.
+        """
     @property
     def add_bos(self) -> bool:
         ...

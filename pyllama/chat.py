@@ -273,19 +273,24 @@ def tokenize_chat(model: Any, messages: Sequence[Mapping[str, Any]], prompt: str
     contents = [
         m["content"] for m in messages if isinstance(m.get("content"), str) and m["content"]
     ]
+    # has_special_text is exact and cheap; the comparison keeps only contents whose
+    # special-looking text really tokenizes differently
     risky = [
-        c for c in contents if model.tokenize(c, False, True) != model.tokenize(c, False, False)
+        c
+        for c in contents
+        if model.has_special_text(c)
+        and model.tokenize(c, False, True) != model.tokenize(c, False, False)
     ]
     if not risky:
-        return model.tokenize(prompt, True, True)
+        return model.tokenize_prompt(prompt)
     tokens: list[int] = [model.token_bos] if model.add_bos else []
     pos = 0
     for c in risky:
         i = prompt.find(c, pos)
         if i < 0:
             continue  # the template rewrote this content; its specials were not from the user
-        tokens += model.tokenize(prompt[pos:i], False, True)
+        tokens += model.tokenize_prompt(prompt[pos:i], False)
         tokens += model.tokenize(c, False, False)
         pos = i + len(c)
-    tokens += model.tokenize(prompt[pos:], False, True)
+    tokens += model.tokenize_prompt(prompt[pos:], False)
     return tokens

@@ -145,6 +145,8 @@ Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
         fail("failed to load model '" + path + "'");
     }
     vocab_ = llama_model_get_vocab(model_.get());
+    special_ = std::make_unique<const SpecialText>(vocab_);
+    pieces_ = std::make_unique<PieceCache>(vocab_, *special_);
     // llama.cpp logs the count whenever a GPU backend exists, with `--device none` too
     const bool no_devices = devices.size() == 1 && devices[0] == nullptr;
     if (!log_offload(offloaded_, offloadable_) || no_devices) {

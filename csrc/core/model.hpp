@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/piece_cache.hpp"
+#include "core/special_text.hpp"
 #include "llama-cpp.h"
 
 namespace pyllama {
@@ -71,6 +74,13 @@ public:
     std::string token_to_piece(llama_token token, bool special) const;
     std::string detokenize(const std::vector<llama_token> & tokens, bool remove_special, bool unparse_special) const;
     void check_token(llama_token token) const;  // throws std::out_of_range
+    // whether parse_special could change how ``text`` tokenizes (see SpecialText)
+    bool has_special_text(std::string_view text) const { return special_->found_in(text); }
+    // tokenize(text, add_special, true), the stretches between control tokens from a cache
+    std::vector<llama_token> tokenize_prompt(std::string_view text, bool add_special) const {
+        return pieces_->tokenize(text, add_special);
+    }
+    PieceCache::Info piece_cache_info() const { return pieces_->info(); }
 
     std::map<std::string, std::string> metadata() const;
     std::string meta(const std::string & key) const;  // "" when absent
@@ -88,6 +98,8 @@ private:
     std::string path_;
     int offloaded_ = 0;
     int offloadable_ = 0;
+    std::unique_ptr<const SpecialText> special_;
+    std::unique_ptr<PieceCache> pieces_;  // its own lock: safe from const methods
 };
 
 }  // namespace pyllama

@@ -48,7 +48,7 @@ def prompt_tokens(model: _core.Model, prompt: Prompt, suffix: str | None = None)
         bos = [model.token_bos] if model.add_bos and model.token_bos >= 0 else []
         return [*bos, pre, *head, suf, *model.tokenize(suffix, False, False), mid]
     if isinstance(prompt, str):
-        tokens = model.tokenize(prompt, True, True)
+        tokens = model.tokenize_prompt(prompt)
         return tokens or [model.token_bos]
     tokens = _check_ids(model, prompt)
     if not tokens:

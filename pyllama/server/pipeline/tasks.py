@@ -72,7 +72,7 @@ def _tokenize_one(model: _core.Model, prompt: Any) -> Prompt:
         if not isinstance(prompt, str):
             raise APIError(400, "a JSON prompt needs a string 'prompt_string' or 'content'")
     if isinstance(prompt, str):
-        return model.tokenize(prompt, True, True)
+        return model.tokenize_prompt(prompt)
     tokens: list[int] = []
     for i, piece in enumerate(prompt):
         if isinstance(piece, str):  # mixed: only a leading string gets BOS
