@@ -5,6 +5,10 @@
 // evaluated is waited for (the slot stays Waiting with `donor` set) rather than computed a
 // second time. llama-server computes such a prefix once per slot.
 //
+// A prefix may hold images and audio: their placeholder tokens follow the file's hash, so a
+// common prefix holds the same media at the same places in both prompts, and so the same
+// positions. It never ends inside one (a medium's KV is whole or absent).
+//
 // The copy: in a unified KV cache the destination's cells just join the source's for
 // [0, len) (no data moves); with a KV stream per slot llama.cpp copies the whole stream
 // buffer at the next decode, and the destination then forgets everything past len.
@@ -17,9 +21,34 @@
 
 namespace pyllama::engine {
 
+namespace {
+
+// The longest prefix of at most `len` tokens that ends outside every medium of `media`
+// (sorted by start), with how many media it holds and their position shift.
+struct MediaPrefix {
+    size_t len = 0, n_media = 0;
+    llama_pos delta = 0;
+};
+
+MediaPrefix cut_media(const std::vector<MediaChunk> & media, size_t len) {
+    MediaPrefix out{len, 0, 0};
+    for (const auto & m : media) {
+        if (m.start + m.n_tokens > len) {
+            if (m.start < len) out.len = m.start;
+            break;
+        }
+        out.delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
+        ++out.n_media;
+    }
+    return out;
+}
+
+}  // namespace
+
 void Engine::share_prefix(Slot & s) {
     const auto & prompt = s.prompt();
-    if (!params_.share_prefix || !s.task->params.media.empty() || prompt.size() < 2) return;
+    if (!params_.share_prefix || prompt.size() < 2) return;
+    const auto & media = s.task->params.media;
     Slot * best = nullptr;
     size_t best_len = 0;
     for (auto & o : slots_) {
@@ -28,10 +57,7 @@ void Engine::share_prefix(Slot & s) {
         const bool prompting = o->state == Slot::State::Prompt;
         if (prompting && o->task->params.kind != TaskKind::Completion) continue;
         const auto & known = prompting ? o->prompt() : o->cache;
-        size_t len = std::min(common_prefix(known, prompt), prompt.size() - 1);
-        // a prefix of o's that ends inside one of its media (or past one: positions shift)
-        if (prompting && !o->task->params.media.empty()) len = std::min(len, o->task->params.media.front().start);
-        if (!prompting && o->pos_delta != 0) continue;
+        const size_t len = cut_media(media, std::min(common_prefix(known, prompt), prompt.size() - 1)).len;
         // a stream copy from an idle slot runs at the next decode: the host prompt cache
         // must not restore another prompt into that stream before it
         if (o->state == Slot::State::Idle && !params_.ctx.kv_unified && prompt_cache_) continue;
@@ -53,17 +79,19 @@ void Engine::share_prefix(Slot & s) {
 void Engine::copy_prefix(Slot & from, Slot & to, size_t len) {
     const auto & prompt = to.prompt();
     const size_t own = to.n_past;  // what the slot kept of its own cache
+    const MediaPrefix mp = cut_media(to.task->params.media, len);  // len ends outside media
+    const llama_pos end = static_cast<llama_pos>(len) + mp.delta;   // the position after it
     if (params_.ctx.kv_unified) {
         ctx_->seq_rm(to.id, -1, -1);
-        ctx_->seq_cp(from.id, to.id, 0, static_cast<llama_pos>(len));
+        ctx_->seq_cp(from.id, to.id, 0, end);
     } else {
         ctx_->seq_cp(from.id, to.id, -1, -1);
-        ctx_->seq_rm(to.id, static_cast<llama_pos>(len), -1);
+        ctx_->seq_rm(to.id, end, -1);
     }
     to.cache.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(len));
     to.n_past = len;
-    to.pos_delta = 0;
-    to.media_next = 0;
+    to.pos_delta = mp.delta;
+    to.media_next = mp.n_media;
     to.d_past = std::min(to.d_past, own);  // the draft context holds only the slot's own part
     to.n_cached = static_cast<int32_t>(len);
     to.n_shared = static_cast<int32_t>(len - own);
