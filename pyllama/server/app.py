@@ -26,6 +26,7 @@ from pyllama.server.http.cors import CorsMiddleware
 from pyllama.server.http.errors import APIError, error_response, handle_api_error, handle_http_error
 from pyllama.server.http.header_case import title_case_protocol
 from pyllama.server.http.listen import bind_all, split_hosts
+from pyllama.server.http.openapi import ROUTES as OPENAPI_ROUTES
 from pyllama.server.http.prefix import PrefixMiddleware
 from pyllama.server.http.threads import use_worker_threads
 from pyllama.server.logs import setup_logging
@@ -91,6 +92,7 @@ def create_app(
         for module in (*modules, streams, tool_routes, cors_proxy)
         for path, fn, methods in module.ROUTES
     ]
+    routes += [Route(path, fn, methods=methods) for path, fn, methods in OPENAPI_ROUTES]
     if settings.gcp is not None:
         routes += gcp_routes(settings.gcp, routes)
     routes = _page_routes(settings, ollama_root) + routes  # its / goes before Ollama's

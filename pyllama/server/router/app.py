@@ -31,6 +31,7 @@ from starlette.routing import Route
 from pyllama.server.http.auth import ApiKeyMiddleware
 from pyllama.server.http.errors import APIError, handle_api_error, handle_http_error
 from pyllama.server.http.multipart import parse_form
+from pyllama.server.http.openapi import ROUTES as OPENAPI_ROUTES
 from pyllama.server.http.wire import json_body, json_response
 from pyllama.server.router import streams
 from pyllama.server.router.forward import forward, table_of
@@ -304,6 +305,7 @@ def create_router_app(
         *(Route(p, proxy_get, methods=["GET"]) for p in GET_ROUTES),
         *(Route(p, fn, methods=m) for p, fn, m in streams.ROUTES),
         *(Route(p, fn, methods=m) for p, fn, m in (*tool_routes.ROUTES, *cors_proxy.ROUTES)),
+        *(Route(p, fn, methods=m) for p, fn, m in OPENAPI_ROUTES),
     ]
     app = Starlette(
         routes=routes,
