@@ -162,6 +162,8 @@ def body_for(path: str, doc: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
+        if not props:  # a free-form object (AnyObject)
+            return cap_lengths(draw(st.dictionaries(st.text(max_size=12), json_values, max_size=4)))
         body = dict(base)
         for key in draw(st.lists(st.sampled_from(sorted(props)), max_size=4, unique=True)):
             body[key] = draw(props[key])

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from helpers.fuzz_bodies import BASES, body_for, hostile_raw
 from helpers.servers import SERVER_PIDS, alive, running_server
 
-EXAMPLES = int(os.environ.get("PYLLAMA_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("PYLLAMA_FUZZ_EXAMPLES", "300"))
 TIMEOUT_S = 120.0  # a whole answer, stream included: far above any 2-token case
 STATUSES: Counter[tuple[str, int]] = Counter()
 FUZZ = settings(
@@ -96,7 +96,8 @@ def test_schema_driven_bodies_get_no_5xx(client: httpx.Client, doc: dict, data) 
     path = data.draw(st.sampled_from(_json_paths(doc)), label="path")
     body = data.draw(body_for(path, doc), label="body")
     content = json.dumps(body).encode()  # lone surrogates travel as \ud800 escapes
-    _check(client, path, content, "application/json")
+    slot = data.draw(st.sampled_from(["0", "1", "-1", "99", "x", "1e3"]), label="slot")
+    _check(client, path.replace("{id_slot}", slot), content, "application/json")
 
 
 @FUZZ
