@@ -86,9 +86,9 @@ def _resolve(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, An
 def from_schema(
     schema: dict[str, Any], components: dict[str, Any], depth: int = 0
 ) -> st.SearchStrategy[Any]:
-    """Values of the field's own type near and past its bounds, or any JSON (1 in 4)."""
+    """Values of the field's own type near and past its bounds, or any JSON (1 in 3)."""
     schema = _resolve(schema, components)
-    options: list[st.SearchStrategy[Any]] = [json_values]
+    options: list[st.SearchStrategy[Any]] = []
     for alt in schema.get("anyOf", [schema]):
         alt = _resolve(alt, components)
         kind = alt.get("type")
@@ -109,7 +109,10 @@ def from_schema(
             options.append(st.lists(from_schema(items, components, depth + 1), max_size=4))
         elif kind == "object" and depth < 2 and alt.get("properties"):
             options.append(object_strategy(alt, components, depth + 1))
-    return st.one_of(*options)
+    if not options:
+        return json_values
+    typed = st.one_of(*options)
+    return st.one_of(typed, typed, json_values)  # the field's own type 2 times in 3
 
 
 def object_strategy(
@@ -146,7 +149,21 @@ BASES: dict[str, dict[str, Any]] = {
     "/apply-template": {"messages": [{"role": "user", "content": "hi"}]},
     "/v1/embeddings": {"input": "hi"},
     "/api/embed": {"model": "m", "input": "hi"},
+    "/api/embeddings": {"model": "m", "prompt": "hi"},
+    "/api/show": {"model": "m"},
 }
+for _alias, _path in [
+    ("/chat/completions", "/v1/chat/completions"),
+    ("/chat/completions/input_tokens", "/v1/chat/completions"),
+    ("/v1/chat/completions/input_tokens", "/v1/chat/completions"),
+    ("/completions", "/completion"),
+    ("/responses", "/v1/responses"),
+    ("/responses/input_tokens", "/v1/responses"),
+    ("/v1/responses/input_tokens", "/v1/responses"),
+    ("/embedding", "/v1/embeddings"),
+    ("/embeddings", "/v1/embeddings"),
+]:
+    BASES[_alias] = BASES[_path]
 
 
 def body_for(path: str, doc: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
