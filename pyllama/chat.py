@@ -3,13 +3,16 @@
 A GGUF's ``tokenizer.chat_template`` is untrusted input: it is rendered only by
 ``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute escapes such as
 ``__globals__``, no mutation of the messages we pass in), with the helpers Hugging Face
-templates expect (``raise_exception``, ``tojson``, ``strftime_now``) and a bound on
-the size of what a render may produce.
+templates expect (``raise_exception``, ``tojson``, ``strftime_now``), a bound on
+the size of what a render may produce (the output and any string or list that ``*`` or
+``+`` builds) and one on the time a render may take (a loop that produces nothing).
 """
 
 from __future__ import annotations
 
 import json
+import operator
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -30,6 +33,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024  # characters a single render may produce
+# seconds a single render may take: real templates render in milliseconds, and the render
+# runs on the server's event loop, so a runaway one must be cut short well before clients
+# notice
+DEFAULT_MAX_SECONDS = 1.0
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 # ChatML: the fallback when a model carries no template (as llama-server's default)
@@ -76,6 +83,50 @@ def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
 
 
+_SIZED = (str, bytes, list, tuple)
+
+
+class _BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The sandbox with ``*``, ``**`` and ``+`` checked: none may build a string or list
+    longer than ``max_output``, and ``**`` takes no exponent past 64 (``10**10**10``
+    would run for ever inside one operation, where no time bound can stop it)."""
+
+    intercepted_binops = frozenset({"*", "**", "+"})
+    max_output = DEFAULT_MAX_OUTPUT
+
+    def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
+        if op == "**":
+            if isinstance(right, (int, float)) and abs(right) > 64:
+                raise ChatTemplateError("chat template: exponent too large")
+            return left**right
+        if op == "*":
+            seq, n = (left, right) if isinstance(left, _SIZED) else (right, left)
+            size = len(seq) * n if isinstance(seq, _SIZED) and isinstance(n, int) else 0
+        else:
+            both = isinstance(left, _SIZED) and isinstance(right, _SIZED)
+            size = len(left) + len(right) if both else 0
+        if size > self.max_output:
+            raise ChatTemplateError(f"chat template output exceeds {self.max_output} characters")
+        return left * right if op == "*" else operator.add(left, right)
+
+
+def _deadline_tracer(limit: float) -> Any:
+    """A ``sys.settrace`` function that stops a render after ``limit`` seconds. It
+    follows only the template's own compiled code (filename ``<template>``), so a loop
+    that yields nothing, which the output bound cannot see, still ends."""
+    deadline = time.monotonic() + limit
+
+    def line(frame: Any, event: str, arg: Any) -> Any:
+        if time.monotonic() > deadline:
+            raise ChatTemplateError(f"chat template took longer than {limit:g} s")
+        return line
+
+    def call(frame: Any, event: str, arg: Any) -> Any:
+        return line if frame.f_code.co_filename == "<template>" else None
+
+    return call
+
+
 class ChatTemplate:
     """A compiled chat template: ``render(messages, add_generation_prompt=True)``."""
 
@@ -86,6 +137,7 @@ class ChatTemplate:
         bos_token: str = "",
         eos_token: str = "",
         max_output: int = DEFAULT_MAX_OUTPUT,
+        max_seconds: float = DEFAULT_MAX_SECONDS,
     ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ChatTemplateError("empty chat template")
@@ -93,7 +145,8 @@ class ChatTemplate:
         self.bos_token = bos_token
         self.eos_token = eos_token
         self.max_output = max_output
-        env = ImmutableSandboxedEnvironment(
+        self.max_seconds = max_seconds
+        env = _BoundedSandbox(
             trim_blocks=True,
             lstrip_blocks=True,
             extensions=[loopcontrols],
@@ -101,6 +154,7 @@ class ChatTemplate:
             autoescape=False,
             keep_trailing_newline=False,
         )
+        env.max_output = max_output
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = _strftime_now
@@ -134,6 +188,8 @@ class ChatTemplate:
             context["tools"] = tools
         out: list[str] = []
         size = 0
+        outer = sys.gettrace()  # a debugger's or coverage's tracer, put back below
+        sys.settrace(_deadline_tracer(self.max_seconds))
         try:
             # generate() yields as it renders, so a runaway template is stopped at the bound
             # instead of building the whole string first.
@@ -160,6 +216,8 @@ class ChatTemplate:
             ZeroDivisionError,
         ) as e:
             raise ChatTemplateError(f"chat template failed: {type(e).__name__}: {e}") from e
+        finally:
+            sys.settrace(outer)
         return "".join(out)
 
 

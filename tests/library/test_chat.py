@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import time
+
 import pytest
 
 from pyllama import ChatTemplate, ChatTemplateError
@@ -17,15 +20,43 @@ ESCAPES = [
 
 
 @pytest.mark.parametrize("source", ESCAPES)
-def test_sandbox_refuses_escapes(source):
+def test_sandbox_refuses_escapes(source):  # item 18
     with pytest.raises(ChatTemplateError):
         ChatTemplate(source).render([{"role": "user", "content": "hi"}])
 
 
-def test_output_bound():
+def test_output_bound():  # item 19
     t = ChatTemplate("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", max_output=100_000)
     with pytest.raises(ChatTemplateError, match="exceeds"):
         t.render([{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize(
+    "source,reason",
+    [
+        # 10^10 empty iterations: nothing is produced, so only the time bound can stop it
+        (
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+            "longer",
+        ),
+        ("{{ 'x' * 10000000000 }}", "exceeds"),  # one operation, 10 GB
+        (
+            "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+            "{% endfor %}",
+            "exceeds",
+        ),  # doubling
+        ("{{ 10 ** 10000000000 }}", "exponent"),  # a single C operation that never ends
+    ],
+)
+def test_runaway_templates_are_bounded(source, reason):  # item 19
+    t = ChatTemplate(source, max_seconds=0.5)
+    tracer = sys.gettrace()  # coverage's or a debugger's, if any
+    t0 = time.monotonic()
+    with pytest.raises(ChatTemplateError, match=reason):
+        t.render([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - t0 < 10  # 0.5 s bound; generous for a loaded machine
+    assert sys.gettrace() is tracer  # the render put it back
+    assert ChatTemplate("{{ 'a' * 3 + 'b' }}{{ 2 ** 5 }}").render([]) == "aaab32"
 
 
 def test_raise_exception_helper():

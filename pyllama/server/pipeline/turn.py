@@ -9,6 +9,7 @@ engine sees one request type whatever the protocol.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,7 +177,9 @@ async def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
     state.require()
     messages, files = await content.take_media(call.messages, state.media_rules())
     rf = call.response_format or {}
-    plan = plan_chat(
+    # off the event loop: a hostile template may run up to its time bound (RELIABILITY 19)
+    plan = await asyncio.to_thread(
+        plan_chat,
         state,
         messages,
         tools=call.tools,

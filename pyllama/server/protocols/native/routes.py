@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -271,7 +272,8 @@ async def detokenize(request: Request) -> Response:
 async def apply_template(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, TemplateRequest)
-    plan = plan_chat(
+    plan = await asyncio.to_thread(  # off the event loop, as every chat's plan
+        plan_chat,
         state,
         req.messages,
         tools=req.tools,
