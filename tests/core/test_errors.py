@@ -12,7 +12,7 @@ def test_missing_model_file(tmp_path):
         Model(str(tmp_path / "nope.gguf"))
 
 
-def test_truncated_gguf_raises(tmp_path, smollm_path):
+def test_truncated_gguf_raises(tmp_path, smollm_path):  # item 20
     bad = tmp_path / "truncated.gguf"
     with open(smollm_path, "rb") as f:
         bad.write_bytes(f.read(1 << 20))  # header and part of the tensor data
@@ -20,7 +20,7 @@ def test_truncated_gguf_raises(tmp_path, smollm_path):
         Model(str(bad))
 
 
-def test_garbage_file_raises(tmp_path):
+def test_garbage_file_raises(tmp_path):  # item 20
     bad = tmp_path / "garbage.gguf"
     bad.write_bytes(b"this is not a gguf file" * 100)
     with pytest.raises(LlamaError, match="failed to load model"):

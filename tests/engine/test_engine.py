@@ -121,7 +121,7 @@ def test_new_tasks_take_adjacent_slots(model):
         eng.stop()
 
 
-def test_full_queue_is_refused_and_nothing_hangs(model):
+def test_full_queue_is_refused_and_nothing_hangs(model):  # item 32
     eng = open_engine(model, n_parallel=1, n_ctx=2048, n_threads=2, max_queue=2)
     ae = AsyncEngine(eng)
     try:

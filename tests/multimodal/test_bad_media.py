@@ -177,7 +177,7 @@ def media_server(
         yield url, media
 
 
-def test_media_path(media_server: tuple[str, Path]) -> None:
+def test_media_path(media_server: tuple[str, Path]) -> None:  # item 21
     url, _ = media_server
     assert _chat(url, _image("file://cat.png")).status_code == 200
     assert _chat(url, _image("file://sub/dog.png")).status_code == 200

@@ -155,7 +155,7 @@ def busy(server: str) -> bool:
     return any(s["is_processing"] for s in http.get(server + "/slots").json())
 
 
-def test_disconnect_frees_the_slot(server):
+def test_disconnect_frees_the_slot(server):  # item 23
     # greedy: a sampled continuation can end with EOS before the check below
     opts = {"num_predict": 4000, "temperature": 0}
     body = {"prompt": "1, 2, 3, 4, 5,", "raw": True, "options": opts}

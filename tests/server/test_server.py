@@ -183,7 +183,7 @@ def test_errors_use_the_envelope(server):
     assert r.status_code == 400 and "out of range" in r.json()["error"]["message"]
 
 
-def test_context_overflow_is_refused_before_any_byte(server):
+def test_context_overflow_is_refused_before_any_byte(server):  # item 12
     long = "hello " * 3000  # more than a slot's 2048 tokens
     for stream in (False, True):
         r = http.post(server + "/completion", json={"prompt": long, "stream": stream})
@@ -193,7 +193,7 @@ def test_context_overflow_is_refused_before_any_byte(server):
         assert err["n_ctx"] == 2048 and err["n_prompt_tokens"] > 2048
 
 
-def test_disconnect_frees_the_slot(server):
+def test_disconnect_frees_the_slot(server):  # item 23
     body = {"prompt": "Count forever:", "n_predict": 4000, "ignore_eos": True, "stream": True}
     with http.stream("POST", server + "/completion", json=body) as r:
         for line in r.iter_lines():
@@ -216,7 +216,7 @@ def test_metrics(server):
     assert float(values["llamacpp:tokens_predicted_total"]) > 0
 
 
-def test_api_keys_and_overload(smollm_path):
+def test_api_keys_and_overload(smollm_path):  # items 28 and 32
     args = ["-m", smollm_path, "-t", "2", "-c", "1024", "-np", "1", "--max-queue", "0"]
     with running_server(*args, "--api-key", "k1,k2", "--max-body-bytes", "4096") as url:
         assert http.get(url + "/health").status_code == 200  # public
@@ -279,7 +279,7 @@ def test_embeddings_endpoints():
         assert r.status_code == 500 and "logits" in r.json()["error"]["message"]
 
 
-def test_slot_save_restore_erase(smollm_path, tmp_path):
+def test_slot_save_restore_erase(smollm_path, tmp_path):  # item 21
     args = ["-m", smollm_path, "-t", "2", "-c", "2048", "-np", "2"]
     with running_server(*args, "--slot-save-path", str(tmp_path)) as url:
         body = {"prompt": "The history of Rome is long and", "n_predict": 8, "temperature": 0}

@@ -62,10 +62,14 @@ def _truncated(path: Path, smollm_path: str) -> None:
         ("directory", "it is a directory"),
         ("text", "not a GGUF file"),
         ("truncated", "failed to read key-value pairs"),
+        # cut inside the tensor data
+        ("half", "tensor 'blk.15.attn_output.weight' data is not within the file bounds"),
         ("architecture", "unknown model architecture: 'frobnicator'"),
     ],
 )
 def test_a_model_that_cannot_be_loaded_ends_the_process(make, reason, tmp_path, smollm_path):
+    """A missing, truncated or corrupt GGUF: one clear line and exit 1, no crash dump
+    (item 20)."""
     model = tmp_path / "model.gguf"
     if make == "directory":
         model.mkdir()
@@ -73,6 +77,9 @@ def test_a_model_that_cannot_be_loaded_ends_the_process(make, reason, tmp_path, 
         model.write_text("this is a text file, not a model\n")
     elif make == "truncated":
         _truncated(model, smollm_path)
+    elif make == "half":
+        data = Path(smollm_path).read_bytes()
+        model.write_bytes(data[: len(data) // 2])
     elif make == "architecture":
         _unknown_architecture(model)
     r, took = _start("-m", str(model))
