@@ -136,18 +136,10 @@ void Engine::admit() {
         }
         lcp = std::min(lcp, prompt.size() - 1);  // re-evaluate at least one token for its logits
         // a kept prefix never ends inside an image: its KV is whole or gone
-        const auto & media = task->params.media;
-        primary->media_next = 0;
-        llama_pos delta = 0;
-        for (const auto & m : media) {
-            if (m.start + m.n_tokens > lcp) {
-                if (m.start < lcp) lcp = m.start;
-                break;
-            }
-            delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
-            ++primary->media_next;
-        }
-        primary->pos_delta = lcp == 0 ? 0 : delta;  // the kept prefix is the same media in both
+        const MediaPrefix kept = cut_media(task->params.media, lcp);
+        lcp = kept.len;
+        primary->media_next = kept.n_media;
+        primary->pos_delta = kept.delta;  // the kept prefix is the same media in both
         drop_kv(*primary, lcp);
         primary->n_past = lcp;
         primary->n_cached = static_cast<int32_t>(lcp);

@@ -21,30 +21,6 @@
 
 namespace pyllama::engine {
 
-namespace {
-
-// The longest prefix of at most `len` tokens that ends outside every medium of `media`
-// (sorted by start), with how many media it holds and their position shift.
-struct MediaPrefix {
-    size_t len = 0, n_media = 0;
-    llama_pos delta = 0;
-};
-
-MediaPrefix cut_media(const std::vector<MediaChunk> & media, size_t len) {
-    MediaPrefix out{len, 0, 0};
-    for (const auto & m : media) {
-        if (m.start + m.n_tokens > len) {
-            if (m.start < len) out.len = m.start;
-            break;
-        }
-        out.delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
-        ++out.n_media;
-    }
-    return out;
-}
-
-}  // namespace
-
 void Engine::share_prefix(Slot & s) {
     const auto & prompt = s.prompt();
     if (!params_.share_prefix || prompt.size() < 2) return;

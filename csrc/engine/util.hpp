@@ -7,11 +7,32 @@
 #include <limits>
 #include <vector>
 
+#include "core/projector.hpp"
 #include "llama.h"
 
 namespace pyllama::engine {
 
 inline int64_t now_us() { return llama_time_us(); }
+
+// The longest prefix of at most `len` tokens that ends outside every medium of `media`
+// (sorted by start), with how many media it holds and their position shift.
+struct MediaPrefix {
+    size_t len = 0, n_media = 0;
+    llama_pos delta = 0;
+};
+
+inline MediaPrefix cut_media(const std::vector<MediaChunk> & media, size_t len) {
+    MediaPrefix out{len, 0, 0};
+    for (const auto & m : media) {
+        if (m.start + m.n_tokens > len) {
+            if (m.start < len) out.len = m.start;
+            break;
+        }
+        out.delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
+        ++out.n_media;
+    }
+    return out;
+}
 
 inline size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama_token> & b) {
     size_t n = 0;
