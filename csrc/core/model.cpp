@@ -156,20 +156,7 @@ Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
 }
 
 std::vector<llama_token> Model::tokenize(const std::string & text, bool add_special, bool parse_special) const {
-    // upper bound: one token per byte, plus BOS/EOS
-    std::vector<llama_token> out(text.size() + 2);
-    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                               static_cast<int32_t>(out.size()), add_special, parse_special);
-    if (n < 0) {  // cannot happen with the bound above, but the API allows it
-        out.resize(static_cast<size_t>(-n));
-        n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                           static_cast<int32_t>(out.size()), add_special, parse_special);
-    }
-    if (n < 0) {
-        throw std::runtime_error("tokenization failed");
-    }
-    out.resize(static_cast<size_t>(n));
-    return out;
+    return tokenize_text(vocab_, text, add_special, parse_special);
 }
 
 void Model::check_token(llama_token token) const {

@@ -9,14 +9,16 @@ PieceCache::PieceCache(const llama_vocab * vocab, const SpecialText & special) :
               !llama_vocab_get_add_sep(vocab);
 }
 
-std::vector<llama_token> PieceCache::tokenize_whole(std::string_view text, bool add_special) const {
+std::vector<llama_token> tokenize_text(const llama_vocab * vocab, std::string_view text, bool add_special,
+                                       bool parse_special) {
+    // upper bound: one token per byte, plus BOS/EOS
     std::vector<llama_token> out(text.size() + 2);
-    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                               static_cast<int32_t>(out.size()), add_special, true);
-    if (n < 0) {
+    int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                               static_cast<int32_t>(out.size()), add_special, parse_special);
+    if (n < 0) {  // cannot happen with the bound above, but the API allows it
         out.resize(static_cast<size_t>(-n));
-        n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                           static_cast<int32_t>(out.size()), add_special, true);
+        n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                           static_cast<int32_t>(out.size()), add_special, parse_special);
     }
     if (n < 0) throw std::runtime_error("tokenization failed");
     out.resize(static_cast<size_t>(n));
@@ -34,7 +36,7 @@ void PieceCache::piece(std::string_view text, std::vector<llama_token> & out) {
         }
     }
     // a miss is tokenized outside the lock: other threads keep their hits
-    auto toks = tokenize_whole(text, false);
+    auto toks = tokenize_text(vocab_, text, false, true);
     out.insert(out.end(), toks.begin(), toks.end());
     if (text.size() < kMinPiece || text.size() > kMaxBytes / 4) return;
     std::lock_guard<std::mutex> lk(mu_);
@@ -57,7 +59,7 @@ PieceCache::Info PieceCache::info() {
 }
 
 std::vector<llama_token> PieceCache::tokenize(std::string_view text, bool add_special) {
-    if (!usable_ || text.size() < 2 * kMinPiece) return tokenize_whole(text, add_special);
+    if (!usable_ || text.size() < 2 * kMinPiece) return tokenize_text(vocab_, text, add_special, true);
     std::vector<llama_token> out;
     out.reserve(text.size() / 3);
     if (add_special && llama_vocab_get_add_bos(vocab_)) out.push_back(llama_vocab_bos(vocab_));

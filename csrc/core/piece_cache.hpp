@@ -20,6 +20,10 @@
 
 namespace pyllama {
 
+// llama_tokenize into a vector (Model::tokenize, and PieceCache for each stretch)
+std::vector<llama_token> tokenize_text(const llama_vocab * vocab, std::string_view text, bool add_special,
+                                       bool parse_special);
+
 class PieceCache {
 public:
     PieceCache(const llama_vocab * vocab, const SpecialText & special);
@@ -37,7 +41,6 @@ public:
     static constexpr size_t kMaxBytes = 8 << 20;  // text held, at most
 
 private:
-    std::vector<llama_token> tokenize_whole(std::string_view text, bool add_special) const;
     void piece(std::string_view text, std::vector<llama_token> & out);
 
     const llama_vocab * vocab_;
