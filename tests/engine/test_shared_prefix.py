@@ -56,6 +56,16 @@ def alone(model):
         eng.stop()
 
 
+def wave(model, eng) -> list:
+    """Every question at once; each one's (events, final event)."""
+    ae = AsyncEngine(eng)
+
+    async def run():
+        return await asyncio.gather(*[ae.complete(task(model, q)) for q in QUESTIONS])
+
+    return asyncio.run(run())
+
+
 def prefix_len(model) -> int:
     a, b = (model.tokenize(prompt(q), True, True) for q in QUESTIONS[:2])
     return next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
@@ -63,13 +73,8 @@ def prefix_len(model) -> int:
 
 def test_a_wave_evaluates_the_prefix_once_with_the_same_answers(model, alone):
     eng = engine(model)
-    ae = AsyncEngine(eng)
     try:
-
-        async def wave():
-            return await asyncio.gather(*[ae.complete(task(model, q)) for q in QUESTIONS])
-
-        results = asyncio.run(wave())
+        results = wave(model, eng)
         assert [tokens_of(toks) for toks, _ in results] == alone
         shared = sorted(final.n_shared for _, final in results)
         n = prefix_len(model)
@@ -127,13 +132,8 @@ def test_waiting_tasks_go_on_when_the_evaluating_task_is_cancelled(model, alone)
 
 def test_off_evaluates_every_prefix(model, alone):
     eng = engine(model, share_prefix=False)
-    ae = AsyncEngine(eng)
     try:
-
-        async def wave():
-            return await asyncio.gather(*[ae.complete(task(model, q)) for q in QUESTIONS])
-
-        results = asyncio.run(wave())
+        results = wave(model, eng)
         assert [tokens_of(toks) for toks, _ in results] == alone
         assert all(final.n_shared == 0 for _, final in results)
         assert eng.metrics()["n_prompt_shared_total"] == 0
