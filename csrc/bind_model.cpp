@@ -45,7 +45,7 @@ py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::st
              std::vector<std::pair<std::string, std::string>> tensor_overrides, std::vector<std::string> kv_overrides,
              uint32_t n_ctx, uint32_t n_parallel, uint32_t n_batch, uint32_t n_ubatch, int32_t flash_attn,
              const std::string & type_k, const std::string & type_v, bool kv_unified, bool swa_full, bool offload_kqv,
-             std::vector<size_t> margins_mib, uint32_t n_ctx_min) {
+             std::vector<size_t> margins_mib, uint32_t n_ctx_min, bool embeddings, bool speculative) {
     const ModelParams mp = placement(n_gpu_layers, std::move(devices), split_mode, main_gpu, std::move(tensor_split),
                                      std::move(tensor_overrides), std::move(kv_overrides));
     ContextParams cp;
@@ -59,6 +59,8 @@ py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::st
     cp.kv_unified = kv_unified;
     cp.swa_full = swa_full;
     cp.offload_kqv = offload_kqv;
+    cp.embeddings = embeddings;
+    cp.n_outputs_max = outputs_max(static_cast<int32_t>(n_parallel), n_batch, embeddings, speculative);  // the engine's
     FitResult r;
     {
         py::gil_scoped_release release;  // it reads the model's metadata, maybe twice
@@ -209,9 +211,12 @@ void register_model(py::module_ & m) {
           py::arg("type_k") = "f16", py::arg("type_v") = "f16", py::arg("kv_unified") = true,
           py::arg("swa_full") = true, py::arg("offload_kqv") = true,
           py::arg("margins_mib") = std::vector<size_t>{1024}, py::arg("n_ctx_min") = 4096u,
+          py::arg("embeddings") = false, py::arg("speculative") = false,
           "llama-server's --fit: the GPU layers, context size, tensor split and tensor overrides "
           "(only those left at their defaults change) that fit the devices' free memory, leaving "
-          "margins_mib free; status 0 fits, 1 nothing projected to fit, 2 error.");
+          "margins_mib free; status 0 fits, 1 nothing projected to fit, 2 error. It sizes the "
+          "Engine's context: embeddings and speculative (a draft model or n-gram drafts) as it "
+          "will be built.");
 }
 
 }  // namespace pyllama

@@ -32,6 +32,7 @@ llama_context_params to_llama(const ContextParams & p) {
     cp.n_batch = p.n_batch;
     cp.n_ubatch = p.n_ubatch;
     cp.n_seq_max = p.n_seq_max;
+    cp.n_outputs_max = p.n_outputs_max;
     if (p.n_threads > 0) cp.n_threads = p.n_threads;
     cp.n_threads_batch = p.n_threads_batch > 0 ? p.n_threads_batch : cp.n_threads;
     cp.flash_attn_type = static_cast<enum llama_flash_attn_type>(p.flash_attn);
@@ -57,6 +58,11 @@ llama_context_params to_llama(const ContextParams & p) {
     cp.yarn_beta_slow = p.yarn_beta_slow;
     cp.yarn_orig_ctx = p.yarn_orig_ctx;
     return cp;
+}
+
+uint32_t outputs_max(int32_t n_parallel, uint32_t n_batch, bool embeddings, bool speculative) {
+    if (embeddings || speculative || n_parallel < 1 || static_cast<uint32_t>(n_parallel) > n_batch) return 0;
+    return static_cast<uint32_t>(n_parallel);
 }
 
 Context::Context(std::shared_ptr<Model> model, const ContextParams & p) : model_(std::move(model)) {

@@ -23,6 +23,7 @@ struct ContextParams {
     uint32_t n_batch = 2048;
     uint32_t n_ubatch = 512;
     uint32_t n_seq_max = 1;
+    uint32_t n_outputs_max = 0;    // rows of logits a batch may ask for; 0: n_batch
     int32_t n_threads = -1;        // -1: llama.cpp's default
     int32_t n_threads_batch = -1;  // -1: same as n_threads
     int32_t flash_attn = -1;       // -1 auto, 0 off, 1 on
@@ -52,6 +53,11 @@ struct ContextParams {
     CpuParams cpu;
     CpuParams cpu_batch;
 };
+
+// llama-server's n_outputs_max for a serving context: n_parallel rows of logits (one per
+// slot and step) unless it embeds (every token is an output) or speculates (a slot's draft
+// tokens are outputs too); 0 (llama.cpp's default: n_batch) for those.
+uint32_t outputs_max(int32_t n_parallel, uint32_t n_batch, bool embeddings, bool speculative);
 
 // A control vector file (GGUF of direction.N tensors) and its scale.
 struct ControlVector {

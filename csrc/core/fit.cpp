@@ -1,5 +1,7 @@
 #include "core/fit.hpp"
 
+#include "core/log.hpp"
+
 #include <algorithm>
 
 #include "fit.h"
@@ -17,7 +19,11 @@ FitResult fit_params(const std::string & path, const ModelParams & model, const 
         margins[i] = mib << 20;
     }
     const int status = common_fit_params(path.c_str(), &lp.params, &cp, lp.split.data(), lp.tensors.data(),
-                                         margins.data(), n_ctx_min, nullptr, GGML_LOG_LEVEL_ERROR);
+                                         margins.data(), n_ctx_min, nullptr,
+                                         // its trace (what each device is projected to hold) when
+                                         // verbose, as llama-server -v prints it
+                                         log_get_level() <= GGML_LOG_LEVEL_DEBUG ? GGML_LOG_LEVEL_DEBUG
+                                                                                 : GGML_LOG_LEVEL_ERROR);
     FitResult r;
     r.status = status;
     r.n_gpu_layers = lp.params.n_gpu_layers;

@@ -42,6 +42,14 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     // llama.cpp split a batch into equal-length ubatches, cutting sequences apart, so an
     // embedding engine always uses the unified cache (its KV is never reused anyway).
     if (embeddings_) cp.kv_unified = true;
+    // llama-server's output limit: without embeddings or speculation a step asks for one row
+    // of logits per slot at most (a prompt's last token or a sampled one); reserving n_batch
+    // rows instead costs n_ubatch x n_vocab floats of compute buffer (~100 MiB at a 50k
+    // vocabulary, on the GPU when offloaded), which --fit counts too. A batch asking for more
+    // rows than this aborts in llama.cpp: keep outputs_max (core/fit.cpp) the same rule.
+    if (cp.n_outputs_max == 0) {
+        cp.n_outputs_max = outputs_max(p.n_parallel, cp.n_batch, embeddings_, p.draft || !p.ngram.types.empty());
+    }
     ctx_ = std::make_unique<Context>(model_, cp);
     // embeddings on a model with a KV cache (a generative one): completions too, as
     // llama-server serves both; each decode is one kind, embeddings switched to match

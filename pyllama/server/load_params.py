@@ -116,7 +116,13 @@ def process_options(s: Settings) -> None:
 
 
 def apply_fit(
-    s: Settings, path: str, model: dict[str, Any], n_ctx: int, n_parallel: int, unified: bool
+    s: Settings,
+    path: str,
+    model: dict[str, Any],
+    n_ctx: int,
+    n_parallel: int,
+    unified: bool,
+    speculative: bool,
 ) -> tuple[dict[str, Any], int]:
     """--fit: llama.cpp lowers what was left at its default (-ngl auto, -c 0, no tensor
     split or overrides) until the model fits the devices' free memory. Returns the model
@@ -140,6 +146,8 @@ def apply_fit(
         offload_kqv=s.context.kv_offload,
         margins_mib=s.load.fit_target_mib,
         n_ctx_min=s.load.fit_ctx,
+        embeddings=bool(s.embeddings or s.reranking),
+        speculative=speculative,
     )
     if r["status"] == 1:
         log.info("--fit: no allocation is projected to fit the devices' free memory")

@@ -119,15 +119,21 @@ class ServerState:
         if not n_ctx and s.kv_unified_per_slot:  # the pool holds every slot's limit
             n_ctx = n_parallel * s.kv_unified_per_slot
         embedding = s.embeddings or s.reranking  # the engine unifies the KV cache then
+        drafting = draft_file is not None and spec.uses_draft_model(s.spec_types)
+        ngram = ngram_spec(s)
         placement, n_ctx = apply_fit(
-            s, path, model_options(s), n_ctx, n_parallel, unified or embedding
+            s,
+            path,
+            model_options(s),
+            n_ctx,
+            n_parallel,
+            unified or embedding,
+            speculative=drafting or ngram is not None,
         )
         model = _core.Model(path, **placement)
         n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()
-        drafting = draft_file is not None and spec.uses_draft_model(s.spec_types)
         draft = _core.Model(draft_file, **model_options(s, draft=True)) if drafting else None
-        ngram = ngram_spec(s)
         pooling = POOLING[s.pooling] if s.pooling else (4 if s.reranking else -1)
         projector = self._load_projector(model, threads, path)
         core = _core.Engine(
