@@ -45,13 +45,19 @@ DEFAULT_LCP = (
 )
 
 
-def lcp_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> dict:
+def lcp_side(model: str, threads: int, tokens: int, concurrency: list[int], ngl: int) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
     from llama_cpp import Llama
 
     llm = Llama(
-        model, n_ctx=2048, n_threads=threads, n_threads_batch=threads, n_batch=512, verbose=False
+        model,
+        n_ctx=2048,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_batch=512,
+        n_gpu_layers=ngl,
+        verbose=False,
     )
     ban = {llm.token_eos(): -1e9}
 
@@ -115,13 +121,14 @@ def in_other_thread(fn: Callable[[], float]) -> float:
     return result[0]
 
 
-def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) -> dict:
+def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int], ngl: int) -> dict:
     import asyncio
 
     from pyllama import AsyncLlama, BatchedLlama, Llama
 
     out: dict = {}
-    llm = Llama(model, n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
+    common = {"n_ctx": 2048, "n_threads": threads, "n_batch": 512, "n_gpu_layers": ngl}
+    llm = Llama(model, **common, verbose=False)
     ban = {llm.token_eos(): -1e9}
     llm(PROMPT, max_tokens=8, temperature=0)
 
@@ -132,14 +139,7 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) 
     out["single"] = timed_rate(single)
     out["single_other_thread"] = in_other_thread(lambda: timed_rate(single))
     llm.close()
-    allm = AsyncLlama(
-        model,
-        n_parallel=max(concurrency),
-        n_ctx=2048,
-        n_threads=threads,
-        n_batch=512,
-        verbose=False,
-    )
+    allm = AsyncLlama(model, n_parallel=max(concurrency), **common, verbose=False)
 
     def call(i: int):  # the coroutine of one completion
         return allm(f"{PROMPT} {i}", max_tokens=tokens, temperature=0, logit_bias=ban)
@@ -163,9 +163,7 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int]) 
     out[f"c{n_seq}_s"] = n_seq * tokens / out[f"c{n_seq}"]
     allm.close()
     # the thread-safe facade: n_seq threads at once, as a thread-pool framework calls it
-    blm = BatchedLlama(
-        model, n_parallel=n_seq, n_ctx=2048, n_threads=threads, n_batch=512, verbose=False
-    )
+    blm = BatchedLlama(model, n_parallel=n_seq, **common, verbose=False)
     blm(PROMPT, max_tokens=8, temperature=0)
 
     def blocking(i: int) -> int:
@@ -187,6 +185,7 @@ def main() -> int:
     ap.add_argument(
         "--lcp-python", default=str(DEFAULT_LCP), help="python of the llama-cpp-python venv"
     )
+    ap.add_argument("-ngl", "--n-gpu-layers", type=int, default=0, help="0 (the API's default)")
     ap.add_argument("--side", choices=["both", "pyllama", "llama_cpp"], default="both")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -197,13 +196,14 @@ def main() -> int:
         a.model = demo_model()
     if a.side != "both":
         side = pyllama_side if a.side == "pyllama" else lcp_side
-        print(json.dumps(side(a.model, a.threads, a.tokens, conc)))
+        print(json.dumps(side(a.model, a.threads, a.tokens, conc, a.n_gpu_layers)))
         return 0
     runs: dict[str, list[dict]] = {"pyllama": [], "llama_cpp": []}
     for _ in range(a.repeat):
         for side, python in (("pyllama", sys.executable), ("llama_cpp", a.lcp_python)):
             cmd = [python, __file__, "--side", side, "--model", a.model, "--threads", str(a.threads),
-                   "--tokens", str(a.tokens), "--concurrency", a.concurrency]  # fmt: skip
+                   "--tokens", str(a.tokens), "--concurrency", a.concurrency,
+                   "-ngl", str(a.n_gpu_layers)]  # fmt: skip
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[side].append(json.loads(done.stdout.strip().splitlines()[-1]))
     keys = ["single", "single_other_thread"] + [f"c{c}" for c in conc] + [f"threads{max(conc)}"]

@@ -6,11 +6,13 @@
 #                           and llama-server (ci/build_peer.sh, shared with GGML_BACKEND_DL),
 #                           in parallel, all into build/gpu-check/ (under build/, so that a
 #                           copy of the tree that keeps ignored build outputs keeps them)
+#   ci/gpu_check.sh flags   ci/gpu_flags.py: -ngl, -nkvo, -ot, --fit against llama-server
+#   ci/gpu_check.sh benches bench_shared_prefix and bench_python_api (-ngl 99) on the GPU
 #   ci/gpu_check.sh check   plugin found, devices listed, full offload (log and /props),
 #                           greedy parity against llama-server, bench_server and
 #                           bench_engine ratios; everything it prints goes to $OUT too
 #
-#   CUDA_ARCHS=90 (default)  MODEL=build/gpu-check/model.gguf  THREADS=8
+#   CUDA_ARCHS=90 (default)  MODEL=build/gpu-check/model.gguf  THREADS=8  ONLY= (flags: a case)
 #   WHEELS=.gpu/whl          server dependencies as wheels, installed with --no-index
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,8 +56,7 @@ build() {
   return $rc
 }
 
-check() {
-  exec > >(tee "$OUT/check.log") 2>&1
+peer_plugin() {
   [[ -f "$MODEL" ]] || { echo "gpu_check: no model at $MODEL" >&2; return 1; }
   # the peer loads the plugin's module from its bin/; the module's RUNPATH
   # ($ORIGIN/../../pyllama/lib, $ORIGIN/../../nvidia/cu13/lib) is given the peer's
@@ -65,6 +66,11 @@ check() {
   mkdir -p "$G/pyllama"
   ln -sfn "$PEER/bin" "$G/pyllama/lib"
   ln -sfn "$("$PY" -c "import nvidia, os; print(list(nvidia.__path__)[0])")" "$G/nvidia"
+}
+
+check() {
+  exec > >(tee "$OUT/check.log") 2>&1
+  peer_plugin
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   cd /tmp # outside the source tree, whose pyllama/ has no _core
   "$PY" -c "import pyllama, pyllama.plugins as p; print(p.plugins()); print(pyllama.backends())"
@@ -97,8 +103,34 @@ PY
     --repeat 2 --llama-server "$PEER/bin/llama-server" --json | tee "$OUT/bench_server.jsonl" || true
 }
 
+# the placement flags against llama-server (ci/gpu_flags.py)
+flags() {
+  exec > >(tee "$OUT/flags.log") 2>&1
+  peer_plugin
+  cd /tmp
+  "$PY" "$ROOT/ci/gpu_flags.py" --model "$MODEL" --llama-server "$PEER/bin/llama-server" \
+    --threads "$THREADS" --out "$OUT/flags" --only "${ONLY:-}" | tee "$OUT/flags.jsonl"
+}
+
+# the benchmarks written after the first GPU session: shared prompt prefixes (the default
+# waves, then 32 clients on a 4,000-token system prompt) and the Python API's batching
+benches() {
+  exec > >(tee "$OUT/benches.log") 2>&1
+  peer_plugin
+  cd "$ROOT/benchmarks"
+  timeout 120 "$PY" bench_python_api.py --side pyllama -ngl 99 --model "$MODEL" --threads "$THREADS" \
+    --concurrency 1,8,32 | tee "$OUT/python_api.jsonl" || true
+  local sp=(--model "$MODEL" --threads "$THREADS" --llama-server "$PEER/bin/llama-server" --json)
+  timeout 180 "$PY" bench_shared_prefix.py "${sp[@]}" --repeat 2 --waves 3 || true
+  timeout 240 "$PY" bench_shared_prefix.py "${sp[@]}" --repeat 2 --waves 3 --clients 32 \
+    --parallel 32 --ctx-size 262144 --system-tokens 4000 || true
+  cp results/shared_prefix_*.jsonl "$OUT/" 2>/dev/null || true
+}
+
 case "${1:-}" in
   build) build ;;
   check) check ;;
-  *) echo "usage: ci/gpu_check.sh build|check" >&2; exit 2 ;;
+  flags) flags ;;
+  benches) benches ;;
+  *) echo "usage: ci/gpu_check.sh build|check|flags|benches" >&2; exit 2 ;;
 esac
