@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "common.h"
 #include "core/log.hpp"
+#include "core/seq_state_file.hpp"
 
 namespace pyllama {
 
@@ -322,19 +324,27 @@ size_t Context::seq_state_save(const std::string & path, llama_seq_id seq, const
     log_clear();
     const size_t n = llama_state_seq_save_file(ctx_.get(), path.c_str(), seq, tokens.data(), tokens.size());
     if (n == 0) fail("failed to save sequence state to '" + path + "'");
+    // llama.cpp closes the file without checking: the last buffered write can fail (a full
+    // disk) unseen, leaving a short file behind a success
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) != n || ec) {
+        throw LlamaError("failed to save sequence state to '" + path + "': the file was cut short (" +
+                         (ec ? ec.message() : std::string("disk full?")) + ")");
+    }
     return n;
 }
 
 std::vector<llama_token> Context::seq_state_load(const std::string & path, llama_seq_id seq, size_t max_tokens) {
     Lock lock(mu_);
     check_seq(seq);
-    std::vector<llama_token> tokens(max_tokens);
-    size_t n_read = 0;
+    SeqStateFile file = read_seq_state_file(path, seq, max_tokens);  // see seq_state_file.hpp
     log_clear();
-    const size_t n = llama_state_seq_load_file(ctx_.get(), path.c_str(), seq, tokens.data(), tokens.size(), &n_read);
-    if (n == 0) fail("failed to load sequence state from '" + path + "'");
-    tokens.resize(n_read);
-    return tokens;
+    const size_t n = llama_state_seq_set_data(ctx_.get(), file.blob.data(), file.blob.size(), seq);
+    if (n != file.blob.size()) {  // a failed read removed what it had restored; extra bytes too
+        llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, -1, -1);
+        fail(n == 0 ? "the slot state does not fit this model and context" : "the slot state file has extra bytes");
+    }
+    return std::move(file.tokens);
 }
 
 void Context::set_lora(const std::vector<std::pair<std::shared_ptr<LoraAdapter>, float>> & adapters) {

@@ -69,6 +69,26 @@ class _Format(logging.Formatter):
         return f"{color}{line}\033[0m" if color else line
 
 
+class _LogFile(logging.FileHandler):
+    """--log-file. A line it cannot write (a full disk) is dropped, not a traceback on stderr
+    per record: the first failure is said once, and the console still gets every line."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        e = sys.exc_info()[1]
+        why = getattr(e, "strerror", None) or e
+        print(
+            f"pyllama-server: --log-file '{self.baseFilename}': {why}; "
+            "lines that cannot be written to it are dropped",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 class _Below(logging.Filter):
     def __init__(self, level: int) -> None:
         super().__init__()
@@ -109,7 +129,7 @@ def setup_logging(opts: LogOptions) -> None:
         root.addHandler(err)
     if opts.file:
         try:
-            handler = logging.FileHandler(opts.file, encoding="utf-8")
+            handler = _LogFile(opts.file, encoding="utf-8")
         except OSError as e:
             raise ValueError(f"--log-file: cannot open '{opts.file}': {e.strerror}") from e
         handler.setFormatter(_Format(opts, None))

@@ -36,6 +36,24 @@ def _slot_file(state: ServerState, body: dict[str, Any]) -> tuple[str, Path]:
     return name, Path(state.settings.slot_save_path) / name
 
 
+async def _save(core: Any, slot: int, name: str, path: Path) -> tuple[int, int]:
+    """Save ``slot`` to ``path``: (tokens, bytes written). A write that fails (a full disk)
+    is the server's fault, a 500 with the system's reason, and leaves no partial file."""
+    try:
+        n = await asyncio.to_thread(core.save_slot, slot, str(path))
+    except RuntimeError as e:
+        if "is busy" in str(e):
+            raise
+        path.unlink(missing_ok=True)
+        raise APIError(500, f"Unable to save slot to '{name}': {_reason(e, path)}") from e
+    return n, path.stat().st_size
+
+
+def _reason(e: RuntimeError, path: Path) -> str:
+    """llama.cpp's words for the failure, without the server's directory."""
+    return str(e).replace(str(path), path.name)
+
+
 async def slot_action(request: Request) -> Response:
     state = _state(request)
     _, engine = state.require()
@@ -52,14 +70,14 @@ async def slot_action(request: Request) -> Response:
     try:
         if action == "save":
             name, path = _slot_file(state, body)
-            n = await asyncio.to_thread(core.save_slot, slot, str(path))
+            n, written = await _save(core, slot, name, path)
             ms = (time.perf_counter() - t0) * 1e3
             return json_response(
                 {
                     "id_slot": slot,
                     "filename": name,
                     "n_saved": n,
-                    "n_written": path.stat().st_size,
+                    "n_written": written,
                     "timings": {"save_ms": ms},
                 }
             )
@@ -67,7 +85,12 @@ async def slot_action(request: Request) -> Response:
             name, path = _slot_file(state, body)
             if not path.is_file():
                 raise APIError(400, f"no saved slot named '{name}'")
-            n = await asyncio.to_thread(core.restore_slot, slot, str(path))
+            try:
+                n = await asyncio.to_thread(core.restore_slot, slot, str(path))
+            except RuntimeError as e:  # the file: cut short, another model's, not a slot file
+                if "is busy" in str(e):
+                    raise
+                raise APIError(400, f"Unable to restore slot from '{name}': {e}") from e
             ms = (time.perf_counter() - t0) * 1e3
             return json_response(
                 {
