@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from pyllama.server.http.errors import APIError
+from pyllama.server.http.wire import sse
+from pyllama.server.protocols.anthropic.routes import error_event as anthropic_error_event
 from pyllama.server.router.entry import ModelEntry
 from pyllama.server.router.table import FAKE_DELAY_S, ModelTable
 from pyllama.server.settings import Settings
@@ -77,11 +80,18 @@ async def forward(
             request.method, url, params=params, headers=headers, content=body
         )
         upstream = await table.client.send(req, stream=True)
+    except httpx.HTTPError as e:  # the child went away before it answered (killed, crashed)
+        table.release(entry)
+        raise APIError(500, _gone(entry, e)) from None
     except BaseException:
         table.release(entry)
         raise
     out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROP}
     return Relay(upstream, table, entry, out_headers)
+
+
+def _gone(entry: ModelEntry, e: httpx.HTTPError) -> str:
+    return f"model '{entry.name}' stopped answering: its server went away ({type(e).__name__})"
 
 
 class Relay(StreamingResponse):
@@ -97,10 +107,31 @@ class Relay(StreamingResponse):
         entry: ModelEntry,
         headers: dict[str, str],
     ):
-        super().__init__(upstream.aiter_raw(), status_code=upstream.status_code, headers=headers)
+        super().__init__(
+            self._relay(upstream, entry), status_code=upstream.status_code, headers=headers
+        )
         self.upstream = upstream
         self.table = table
         self.entry = entry
+
+    @staticmethod
+    async def _relay(upstream: httpx.Response, entry: ModelEntry) -> AsyncIterator[bytes]:
+        """The child's bytes; if it dies mid-answer, a last error in the stream's own framing
+        (the status line is long gone) instead of a connection cut mid-chunk."""
+        try:
+            async for chunk in upstream.aiter_raw():
+                yield chunk
+        except httpx.HTTPError as e:
+            error = APIError(500, _gone(entry, e))
+            kind = upstream.headers.get("content-type", "")
+            if kind.startswith("text/event-stream"):
+                if upstream.request.url.path.endswith(("/messages", "/messages/")):
+                    yield anthropic_error_event(error)
+                else:
+                    yield sse(error.body())
+            elif kind.startswith("application/x-ndjson"):  # Ollama's error line
+                yield orjson.dumps({"error": error.message}) + b"\n"
+            # a plain body cut short stays cut: no framing can mark it
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
