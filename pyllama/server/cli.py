@@ -9,7 +9,6 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
@@ -19,6 +18,7 @@ from pyllama.server.flags.http import http_options, unescape
 from pyllama.server.flags.hub import hub_options
 from pyllama.server.flags.logs import log_options
 from pyllama.server.flags.model import model_options
+from pyllama.server.flags.paths import is_dir, is_file, read_text
 from pyllama.server.flags.sampling import sampling_defaults
 from pyllama.server.flags.speculative import draft_options, ngram_options
 from pyllama.server.settings import GcpSettings, NgramOptions, Settings
@@ -127,13 +127,20 @@ def parse_args(
 
     keys = _split(a.api_key)
     if a.api_key_file:
-        for line in Path(a.api_key_file).read_text().splitlines():
+        try:
+            text = read_text(a.api_key_file, "--api-key-file")
+        except ValueError as e:
+            parser.error(str(e))
+        for line in text.splitlines():
             line = line.strip()
             if line and not line.startswith("#"):
                 keys.append(line)
     template = a.chat_template
     if a.chat_template_file:
-        template = Path(a.chat_template_file).read_text()
+        try:
+            template = read_text(a.chat_template_file, "--chat-template-file")
+        except ValueError as e:
+            parser.error(str(e))
     kwargs: dict[str, object] = {}
     if a.chat_template_kwargs:
         import json
@@ -170,9 +177,9 @@ def parse_args(
         parser.error("--sleep-idle-seconds: cannot be 0 or less than -1")
     router_flags = (a.models_dir, a.models_preset, a.models_max, a.models_autoload)
     router = a.model is None and any(v is not None for v in router_flags)
-    if a.models_dir and not Path(a.models_dir).is_dir():
+    if a.models_dir and not is_dir(a.models_dir):
         parser.error(f"--models-dir '{a.models_dir}' does not exist or is not a directory")
-    if a.models_preset and not Path(a.models_preset).is_file():
+    if a.models_preset and not is_file(a.models_preset):
         parser.error(f"--models-preset '{a.models_preset}' does not exist")
     if not _split(a.host):
         parser.error("--host requires at least one address")
@@ -355,13 +362,13 @@ def _multimodal(parser: argparse.ArgumentParser, a: argparse.Namespace) -> str |
     """--mmproj and --media-path checked as llama-server checks them; the projector path
     (None: none, or one that --mmproj-url downloads when the model loads). A projector
     turns context shift and cache reuse off, with llama-server's warnings."""
-    if a.media_path is not None and not Path(a.media_path).is_dir():
+    if a.media_path is not None and not is_dir(a.media_path):
         parser.error(f"--media-path: not a directory: {a.media_path}")
     if a.mtmd_batch_max_tokens < 1:
         parser.error("--mtmd-batch-max-tokens must be >= 1")
     if a.mmproj_auto is False:  # --no-mmproj: no projector at all
         return None
-    if a.mmproj is not None and not a.mmproj_url and not Path(a.mmproj).is_file():
+    if a.mmproj is not None and not a.mmproj_url and not is_file(a.mmproj):
         parser.error(f"--mmproj: '{a.mmproj}' does not exist or is not a file")
     if a.mmproj or a.mmproj_url:
         for on, what in ((a.context_shift, "ctx_shift"), (a.cache_reuse, "cache_reuse")):
@@ -380,15 +387,21 @@ def _speculative(
     has_draft = (a.model_draft or a.draft_hf_repo) is not None
     try:
         types = spec.parse_types(a.spec_type) if a.spec_type else []
+    except ValueError as e:
+        parser.error(f"--spec-type: {e}")
+    try:
         ngram = ngram_options(a)
-        rates = None
-        if a.spec_synth_rates is not None:
-            rates = [float(v) for v in a.spec_synth_rates.split(",")]
         enabled = types or (["draft-simple"] if has_draft else [])
         n_max = spec.n_max(enabled, a.spec_draft_n_max, ngram.longest_drafts())
-        synth = spec.synth_rates(n_max, a.spec_synth_len, rates)
     except ValueError as e:
         parser.error(f"speculative decoding: {e}")
+    rates = None
+    try:
+        if a.spec_synth_rates is not None:
+            rates = [float(v) for v in a.spec_synth_rates.split(",")]
+        synth = spec.synth_rates(n_max, a.spec_synth_len, rates)
+    except ValueError as e:
+        parser.error(f"--spec-synth-len/--spec-synth-rates: {e}")
     if "draft-simple" in types and not has_draft:
         parser.error("--spec-type draft-simple needs a draft model (--model-draft)")
     return types, spec.conditional_probs(synth), ngram

@@ -106,9 +106,9 @@ def _placement(a: argparse.Namespace, role: str, base: CpuPlacement | None) -> C
     start = base or CpuPlacement()
     mask, rng = fields["mask"], fields["range"]
     if mask is not None and not re.fullmatch(r"(0[xX])?[0-9a-fA-F]+", mask):
-        raise ValueError(f"invalid cpumask '{mask}' (--cpu-mask{_ROLES[role][1]})")
+        raise ValueError(f"invalid cpumask {mask!r} (--cpu-mask{_ROLES[role][1]})")
     if rng is not None and not re.fullmatch(r"\d*-\d*", rng):
-        raise ValueError(f"invalid range '{rng}' (--cpu-range{_ROLES[role][1]}: lo-hi)")
+        raise ValueError(f"invalid range {rng!r} (--cpu-range{_ROLES[role][1]}: lo-hi)")
     prio = start.priority if fields["prio"] is None else fields["prio"]
     if not -1 <= prio <= 3:
         raise ValueError(f"invalid value for --prio{_ROLES[role][1]}: {prio} (-1 ... 3)")

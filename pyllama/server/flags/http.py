@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from pyllama.server.flags.paths import is_dir, read_text
 from pyllama.server.flags.table import FlagTable, env_bool
 
 __all__ = ["add_http_flags", "http_options", "unescape"]
@@ -189,12 +189,7 @@ def unescape(value: str) -> str:
 def _ui_config(a: argparse.Namespace) -> dict[str, object] | None:
     text = a.ui_config
     if a.ui_config_file:
-        try:
-            text = Path(a.ui_config_file).read_text()
-        except OSError as e:
-            raise ValueError(
-                f"--ui-config-file: cannot read '{a.ui_config_file}': {e.strerror}"
-            ) from e
+        text = read_text(a.ui_config_file, "--ui-config-file")
     if text is None:
         return None
     try:
@@ -211,9 +206,9 @@ def http_options(a: argparse.Namespace) -> dict[str, object]:
     prefix = a.api_prefix.rstrip("/")
     if prefix and not prefix.startswith("/"):
         raise ValueError(f"--api-prefix must start with '/', got '{a.api_prefix}'")
-    if a.static_path is not None and not Path(a.static_path).is_dir():
+    if a.static_path is not None and not is_dir(a.static_path):
         raise ValueError(f"--path: not a directory: {a.static_path}")
-    if a.video_ffmpeg_dir is not None and not Path(a.video_ffmpeg_dir).is_dir():
+    if a.video_ffmpeg_dir is not None and not is_dir(a.video_ffmpeg_dir):
         raise ValueError(f"--video-ffmpeg-dir: not a directory: {a.video_ffmpeg_dir}")
     if a.reasoning_budget < -1:
         raise ValueError("--reasoning-budget: invalid value (-1, 0 or more)")

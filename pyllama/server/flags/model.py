@@ -240,27 +240,37 @@ def _csv(values: list[str]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
+# llama.cpp's LLAMA_MAX_LAYERS: a larger --n-cpu-moe means "every layer", and must not
+# become billions of patterns
+MAX_LAYERS = 512
+
+
 def _layers_on_cpu(n: int, pattern: str) -> list[tuple[str, str]]:
-    return [(rf"blk\.{i}{pattern}", "CPU") for i in range(n)]
+    return [(rf"blk\.{i}{pattern}", "CPU") for i in range(min(n, MAX_LAYERS))]
 
 
 def tensor_overrides(
-    items: list[str], cpu_moe: bool, n_cpu_moe: int | None, n_cpu_ffn: int | None = None
+    items: list[str],
+    cpu_moe: bool,
+    n_cpu_moe: int | None,
+    n_cpu_ffn: int | None = None,
+    flag: str = "--override-tensor",
 ) -> list[tuple[str, str]]:
     """-ot's PATTERN=TYPE items, then --cpu-moe and --n-cpu-moe/--n-cpu-ffn, in
-    llama-server's order; ValueError names a bad item."""
+    llama-server's order; ValueError names a bad item (and ``flag``, the items' option)."""
     out: list[tuple[str, str]] = []
     for item in _csv(items):
         pattern, eq, buft = item.partition("=")
         if not eq or not pattern or not buft:
-            raise ValueError(f"--override-tensor: expected PATTERN=BUFFER_TYPE, got '{item}'")
+            raise ValueError(f"{flag}: expected PATTERN=BUFFER_TYPE, got '{item}'")
         out.append((pattern, buft))
     if cpu_moe:
         out.append((FFN_EXPS, "CPU"))
     for n, pattern, name in ((n_cpu_moe, FFN_EXPS, "moe"), (n_cpu_ffn, FFN_DENSE, "ffn")):
         if n is not None:
             if n < 0:
-                raise ValueError(f"--n-cpu-{name} must be >= 0")
+                prefix = "--spec-draft-" if flag.startswith("--spec-draft") else "--"
+                raise ValueError(f"{prefix}n-cpu-{name} must be >= 0")
             out += _layers_on_cpu(n, pattern)
     return out
 

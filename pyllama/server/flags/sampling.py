@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from pathlib import Path
 from typing import Any
+
+from pyllama.server.flags.paths import read_text
 
 __all__ = ["SAMPLER_CHARS", "add_sampling_flags", "sampling_defaults"]
 
@@ -95,10 +96,7 @@ def _logit_bias(items: list[str]) -> dict[str, float]:
 
 
 def _read(path: str, flag: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as e:
-        raise ValueError(f"{flag}: cannot read '{path}': {e.strerror}") from e
+    return read_text(path, flag)
 
 
 def sampling_defaults(a: argparse.Namespace) -> dict[str, Any]:

@@ -183,7 +183,10 @@ def draft_options(a: argparse.Namespace) -> dict[str, object]:
         "draft_devices": devices,
         "draft_gpu_layers": ngl,
         "draft_tensor_overrides": tensor_overrides(
-            a.draft_override_tensor, a.draft_cpu_moe, a.draft_n_cpu_moe
+            a.draft_override_tensor,
+            a.draft_cpu_moe,
+            a.draft_n_cpu_moe,
+            flag="--spec-draft-override-tensor",
         ),
     }
 
