@@ -47,7 +47,7 @@ def test_localhost_origins_are_reflected(cors_server, origin):
 @pytest.mark.parametrize(
     "origin", ["http://evil.com", "http://localhost.evil.com", "http://notlocalhost", "null"]
 )
-def test_other_origins_get_no_grant(cors_server, origin):
+def test_other_origins_get_no_grant(cors_server, origin):  # item 30
     r = _preflight(cors_server, origin)
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
     assert "access-control-allow-credentials" not in r.headers
@@ -71,7 +71,7 @@ def test_listed_origin_on_real_requests(cors_server):
     )
 
 
-def test_star_is_never_echoed_with_credentials(smollm_path):
+def test_star_is_never_echoed_with_credentials(smollm_path):  # item 30
     args = ["-m", smollm_path, "-t", "2", "-c", "512", "-np", "1", "--cors-origins", "*"]
     with running_server(*args) as url:
         r = _preflight(url, "https://anywhere.example")
