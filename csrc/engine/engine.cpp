@@ -45,8 +45,8 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     // llama-server's output limit: without embeddings or speculation a step asks for one row
     // of logits per slot at most (a prompt's last token or a sampled one); reserving n_batch
     // rows instead costs n_ubatch x n_vocab floats of compute buffer (~100 MiB at a 50k
-    // vocabulary, on the GPU when offloaded), which --fit counts too. A batch asking for more
-    // rows than this aborts in llama.cpp: keep outputs_max (core/fit.cpp) the same rule.
+    // vocabulary, on the GPU when offloaded). --fit projects the same (bind_model.cpp's fit
+    // calls outputs_max too). A batch asking for more rows than this aborts in llama.cpp.
     if (cp.n_outputs_max == 0) {
         cp.n_outputs_max = outputs_max(p.n_parallel, cp.n_batch, embeddings_, p.draft || !p.ngram.types.empty());
     }
