@@ -3,6 +3,8 @@ pyllama-server with the real model and the official ``anthropic`` client."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import anthropic
 import httpx
 import orjson
@@ -24,8 +26,11 @@ GREEDY = {"temperature": 0}  # the 2.x client sends sampling fields as extra bod
 
 
 @pytest.fixture(scope="module")
-def claude(server: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=server, api_key="unused", max_retries=0)
+def claude(server: str) -> Iterator[anthropic.Anthropic]:
+    # closed at the end: its pooled connections otherwise wait for the garbage collector,
+    # whose ResourceWarning then lands in whichever test runs at that moment
+    with anthropic.Anthropic(base_url=server, api_key="unused", max_retries=0) as client:
+        yield client
 
 
 def test_create(claude):
@@ -184,26 +189,26 @@ def test_count_tokens(claude):
 
 
 def test_thinking_blocks(thinking_server):
-    claude = anthropic.Anthropic(base_url=thinking_server, api_key="unused", max_retries=0)
-    # the grammar (a llama-server extension field) stands in for a model that thinks
-    kw = dict(model="x", max_tokens=32, messages=HELLO, extra_body={"grammar": THOUGHT})
-    msg = claude.messages.create(**kw)
-    assert [b.type for b in msg.content] == ["thinking", "text"]
-    # verbatim, as llama-server: the prompt's "\n" after <think>, the reply's after </think>
-    assert msg.content[0].thinking == "\nPlan: be brief.\n"
-    assert msg.content[0].signature == ""
-    assert msg.content[1].text == "\n\nParis is sunny."
-    with claude.messages.stream(**kw) as stream:
-        events = list(stream)
-        final = stream.get_final_message()
-    assert [b.type for b in final.content] == ["thinking", "text"]
-    assert final.content[0].thinking == "\nPlan: be brief.\n"
-    assert final.content[1].text == "\n\nParis is sunny."
-    deltas = [e.delta.type for e in events if e.type == "content_block_delta"]
-    # the signature closes the thinking block before the text block opens
-    first_text = deltas.index("text_delta")
-    assert deltas.index("signature_delta") < first_text
-    assert "thinking_delta" in deltas[:first_text]
+    with anthropic.Anthropic(base_url=thinking_server, api_key="unused", max_retries=0) as claude:
+        # the grammar (a llama-server extension field) stands in for a model that thinks
+        kw = dict(model="x", max_tokens=32, messages=HELLO, extra_body={"grammar": THOUGHT})
+        msg = claude.messages.create(**kw)
+        assert [b.type for b in msg.content] == ["thinking", "text"]
+        # verbatim, as llama-server: the prompt's "\n" after <think>, the reply's after </think>
+        assert msg.content[0].thinking == "\nPlan: be brief.\n"
+        assert msg.content[0].signature == ""
+        assert msg.content[1].text == "\n\nParis is sunny."
+        with claude.messages.stream(**kw) as stream:
+            events = list(stream)
+            final = stream.get_final_message()
+        assert [b.type for b in final.content] == ["thinking", "text"]
+        assert final.content[0].thinking == "\nPlan: be brief.\n"
+        assert final.content[1].text == "\n\nParis is sunny."
+        deltas = [e.delta.type for e in events if e.type == "content_block_delta"]
+        # the signature closes the thinking block before the text block opens
+        first_text = deltas.index("text_delta")
+        assert deltas.index("signature_delta") < first_text
+        assert "thinking_delta" in deltas[:first_text]
 
 
 def test_errors_have_anthropic_shape(claude, server):

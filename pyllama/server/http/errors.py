@@ -18,6 +18,7 @@ __all__ = [
     "error_response",
     "feature_disabled",
     "register_shape",
+    "shaped_error",
 ]
 
 # HTTP status -> llama-server error type
@@ -72,17 +73,21 @@ def register_shape(prefixes: tuple[str, ...], shape: ErrorShape) -> None:
     _SHAPES.extend((p, shape) for p in prefixes)
 
 
+def shaped_error(
+    status: int, message: str, type_: str | None = None, path: str = "", **extra: Any
+) -> Any:
+    """The error body for a route under ``path``: its protocol's shape, else llama-server's."""
+    type_ = type_ or TYPES.get(status, "server_error")
+    for prefix, shape in _SHAPES:
+        if path.startswith(prefix):
+            return shape(status, message, type_, extra)
+    return error_body(status, message, type_, **extra)
+
+
 def error_response(
     status: int, message: str, type_: str | None = None, path: str = "", **extra: Any
 ) -> Response:
-    type_ = type_ or TYPES.get(status, "server_error")
-    body: Any = None
-    for prefix, shape in _SHAPES:
-        if path.startswith(prefix):
-            body = shape(status, message, type_, extra)
-            break
-    if body is None:
-        body = error_body(status, message, type_, **extra)
+    body = shaped_error(status, message, type_, path, **extra)
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 

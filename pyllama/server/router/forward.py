@@ -13,9 +13,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from pyllama.server.http.errors import APIError
+from pyllama.server.http.errors import APIError, shaped_error
 from pyllama.server.http.wire import sse
-from pyllama.server.protocols.anthropic.routes import error_event as anthropic_error_event
 from pyllama.server.router.entry import ModelEntry
 from pyllama.server.router.table import FAKE_DELAY_S, ModelTable
 from pyllama.server.settings import Settings
@@ -122,15 +121,15 @@ class Relay(StreamingResponse):
             async for chunk in upstream.aiter_raw():
                 yield chunk
         except httpx.HTTPError as e:
-            error = APIError(500, _gone(entry, e))
+            message = _gone(entry, e)
             kind = upstream.headers.get("content-type", "")
-            if kind.startswith("text/event-stream"):
-                if upstream.request.url.path.endswith(("/messages", "/messages/")):
-                    yield anthropic_error_event(error)
-                else:
-                    yield sse(error.body())
+            if kind.startswith("text/event-stream"):  # the route's own error shape
+                body = shaped_error(500, message, path=upstream.request.url.path)
+                # protocols whose events are typed (Anthropic) name the event after it
+                named = isinstance(body, dict) and isinstance(body.get("type"), str)
+                yield (b"event: " + body["type"].encode() + b"\n" if named else b"") + sse(body)
             elif kind.startswith("application/x-ndjson"):  # Ollama's error line
-                yield orjson.dumps({"error": error.message}) + b"\n"
+                yield orjson.dumps({"error": message}) + b"\n"
             # a plain body cut short stays cut: no framing can mark it
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

@@ -35,7 +35,7 @@ from pyllama.server.protocols.anthropic.convert import (
 from pyllama.server.state import ServerState
 from pyllama.server.streams import sse_reply
 
-__all__ = ["ROUTES", "error_event"]
+__all__ = ["ROUTES"]
 
 _ERROR_TYPES = {
     401: "authentication_error",
@@ -172,7 +172,7 @@ async def messages(request: Request) -> Response:
         return sse_reply(
             request,
             _stream(turn, head, call.stop),
-            on_error=error_event,
+            on_error=_error_event,
             ping_s=state.settings.sse_ping_interval,
         )
     (reply,) = await turn.replies(request.receive)
@@ -199,8 +199,7 @@ def _event(data: dict[str, Any]) -> bytes:
     return b"event: " + data["type"].encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def error_event(e: APIError) -> bytes:
-    """An error after the stream began, as Anthropic sends it (``event: error``)."""
+def _error_event(e: APIError) -> bytes:
     return _event(_error_body(e.status, e.message, e.type, e.extra))
 
 
