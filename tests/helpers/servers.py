@@ -11,8 +11,19 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SERVER_PIDS", "alive", "free_port", "running_server", "wait_healthy"]
+__all__ = [
+    "PYLLAMA_SERVER",
+    "SERVER_PIDS",
+    "alive",
+    "free_port",
+    "running_server",
+    "start_process",
+    "wait_healthy",
+]
+
+PYLLAMA_SERVER = [sys.executable, "-m", "pyllama.server"]
 
 
 def free_port() -> int:
@@ -39,6 +50,27 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 120.0) -> No
         time.sleep(0.1)
 
 
+def start_process(
+    cmd: list[str],
+    stdout: Any = subprocess.DEVNULL,
+    stderr: Any = subprocess.STDOUT,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen, str]:
+    """``cmd --port P`` (a server binary or PYLLAMA_SERVER with flags) on a free port, its
+    output to ``stdout``/``stderr``, ``env`` added; the process and its base URL, not yet
+    waited for. Run outside the source tree: from the repository root, ``-m`` would import
+    the source tree, which has no compiled module, instead of the installed package."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*cmd, "--port", str(port)],
+        stdout=stdout,
+        stderr=stderr,
+        cwd=tempfile.gettempdir(),
+        env={**os.environ, **(env or {})},
+    )
+    return proc, f"http://127.0.0.1:{port}"
+
+
 SERVER_PIDS: dict[str, int] = {}  # base URL -> process id, for tests that inspect the process
 
 
@@ -51,19 +83,8 @@ def running_server(
     answers 200."""
     import httpx
 
-    port = free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this frame, closed below
-    cmd = [sys.executable, "-m", "pyllama.server", "--port", str(port), *args]
-    # cwd elsewhere: from the repository root, `-m` would import the source tree, which
-    # has no compiled module, instead of the installed package
-    proc = subprocess.Popen(
-        cmd,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=tempfile.gettempdir(),
-        env={**os.environ, **(env or {})},
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_process([*PYLLAMA_SERVER, *args], stdout=log, env=env)
     try:
         deadline = time.monotonic() + timeout
         while True:

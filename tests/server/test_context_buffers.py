@@ -5,41 +5,26 @@ buffer, in --fit's projection too. Compared with llama-server's own -v log lines
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from helpers.peer import require_peer
-from helpers.servers import free_port
+from helpers.servers import PYLLAMA_SERVER, start_process, wait_healthy
 
 LINES = re.compile(r"(n_outputs_max(?:_per_seq)? += \d+|\w+ +compute buffer size += +[\d.]+ MiB)")
 
 
 def startup_lines(cmd: list[str]) -> list[str]:
     """The buffer lines a server logs until it is healthy (its --fit dry run included)."""
-    port = free_port()
     with tempfile.NamedTemporaryFile("w+") as log:
-        proc = subprocess.Popen(
-            [*cmd, "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=tempfile.gettempdir(),
-        )
+        proc, url = start_process(cmd, stdout=log)
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                assert proc.poll() is None, Path(log.name).read_text()[-3000:]
-                assert time.monotonic() < deadline, "not healthy in 120 s"
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
+            try:
+                wait_healthy(url, proc)
+            except AssertionError as e:
+                raise AssertionError(f"{e}:\n{Path(log.name).read_text()[-3000:]}") from None
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -58,7 +43,7 @@ def test_output_rows_and_compute_buffer_match_llama_server(
     smollm_path: str, flags: list[str]
 ) -> None:
     common = ["-m", smollm_path, "-t", "2", "-c", "2048", "-v", *flags]
-    ours = startup_lines([sys.executable, "-m", "pyllama.server", *common])
+    ours = startup_lines([*PYLLAMA_SERVER, *common])
     theirs = startup_lines([str(require_peer()), *common, "--no-webui"])
     assert any("n_outputs_max" in line for line in ours), ours
     assert ours == theirs

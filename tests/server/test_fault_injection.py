@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -17,7 +15,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.servers import SERVER_PIDS, alive, free_port, running_server, wait_healthy
+from helpers.servers import (
+    PYLLAMA_SERVER,
+    SERVER_PIDS,
+    alive,
+    running_server,
+    start_process,
+    wait_healthy,
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,16 +81,9 @@ def test_a_full_disk_under_the_slot_directory(server: str, slot_dir: Path):
 
 def test_a_full_disk_under_the_log_file(smollm_path: str):
     """Every log line fails to be written: the server says so once on stderr and serves."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "pyllama.server", "-m", smollm_path, "-t", "2", "-c", "512"]
     err = tempfile.TemporaryFile()  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*cmd, "-v", "--log-file", "/dev/full", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=err,
-        cwd=tempfile.gettempdir(),
-    )
-    url = f"http://127.0.0.1:{port}"
+    args = ["-m", smollm_path, "-t", "2", "-c", "512", "-v", "--log-file", "/dev/full"]
+    proc, url = start_process([*PYLLAMA_SERVER, *args], stderr=err)
     try:
         wait_healthy(url, proc)
         for _ in range(5):
@@ -116,15 +114,7 @@ def _children(pid: int) -> list[int]:
 def test_sigterm_during_a_long_prompt_exits_zero_in_time(smollm_path: str):
     """SIGTERM while a 3,000-token prompt is being evaluated: the process ends with 0 within
     uvicorn's 5 s graceful shutdown (plus the engine's stop), leaving no process behind."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "pyllama.server", "-m", smollm_path, "-t", "2", "-c", "4096"]
-    proc = subprocess.Popen(
-        [*cmd, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=tempfile.gettempdir(),
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_process([*PYLLAMA_SERVER, "-m", smollm_path, "-t", "2", "-c", "4096"])
     answer: list[object] = []
     try:
         wait_healthy(url, proc)

@@ -9,9 +9,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,7 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.servers import SERVER_PIDS, free_port, running_server, wait_healthy
+from helpers.servers import (
+    PYLLAMA_SERVER,
+    SERVER_PIDS,
+    running_server,
+    start_process,
+    wait_healthy,
+)
 
 http = httpx.Client(timeout=120.0)
 
@@ -191,26 +194,7 @@ def test_a_full_kv_cache_stops_one_request_only(smollm_path):  # items 25 and 26
 
 
 def test_sigterm_while_streaming_exits_cleanly(smollm_path):  # item 27
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pyllama.server",
-            "-m",
-            smollm_path,
-            "-t",
-            "2",
-            "-c",
-            "1024",
-            "--port",
-            str(port),
-        ],
-        cwd=tempfile.gettempdir(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_process([*PYLLAMA_SERVER, "-m", smollm_path, "-t", "2", "-c", "1024"])
     try:
         wait_healthy(url, proc)
         got = []
