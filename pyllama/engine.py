@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pyllama import _core
 
 __all__ = [
     "AsyncEngine",
     "EngineError",
+    "RequestObserver",
     "TaskStream",
     "default_threads",
     "make_task",
@@ -79,15 +81,42 @@ def make_task(
     return t
 
 
-class TaskStream:
-    """Async iterator over one task's events. Closing it early cancels the task."""
+class RequestObserver(Protocol):
+    """Told of each task's timings by ``AsyncEngine`` (on the event loop, so no locks):
+    the server's /metrics histograms. Times are ``time.perf_counter()`` seconds."""
 
-    def __init__(self, owner: AsyncEngine, task_id: int) -> None:
+    def first_token(self, stream: TaskStream, now: float) -> None:
+        """The task's first token event reached the event loop."""
+
+    def finished(self, stream: TaskStream, last: Event | None, now: float) -> None:
+        """The task's last event (final or error) reached the event loop; ``last`` is
+        ``None`` when it was cancelled before that (its stream closed early)."""
+
+
+class TaskStream:
+    """Async iterator over one task's events. Closing it early cancels the task.
+
+    ``t_submit`` / ``t_first`` (``time.perf_counter()``: submitted, first token event
+    drained) and ``adapters`` (the LoRA adapters, by index, that the task uses with a
+    non-zero scale) are what /metrics reads; ``ended`` turns true when the task's last
+    event reaches the event loop (or it is cancelled), before the reader takes it."""
+
+    def __init__(
+        self,
+        owner: AsyncEngine,
+        task_id: int,
+        t_submit: float = 0.0,
+        adapters: tuple[int, ...] = (),
+    ) -> None:
         self._owner = owner
         self.task_id = task_id
         self._queue: asyncio.Queue[list[Event]] = asyncio.Queue()
         self._buffer: list[Event] = []
         self._done = False
+        self.t_submit = t_submit
+        self.t_first: float | None = None
+        self.adapters: tuple[int, ...] = adapters
+        self.ended = False
 
     def __aiter__(self) -> TaskStream:
         return self
@@ -113,6 +142,8 @@ class TaskStream:
             self._buffer.clear()
             self._owner._forget(self.task_id)
             self._owner.engine.cancel(self.task_id)
+            if not self.ended:  # cancelled before its last event arrived
+                self._owner._ended(self, None, time.perf_counter())
 
     async def __aenter__(self) -> TaskStream:
         return self
@@ -129,10 +160,12 @@ class TaskStream:
 class AsyncEngine:
     """asyncio front of a ``_core.Engine``: ``submit(task)`` returns a ``TaskStream``."""
 
-    def __init__(self, engine: _core.Engine) -> None:
+    def __init__(self, engine: _core.Engine, observer: RequestObserver | None = None) -> None:
         self.engine = engine
+        self.observer = observer
         self._streams: dict[int, TaskStream] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._n_lora = len(engine.lora_paths)
 
     @classmethod
     def open(cls, model: str | _core.Model, **kwargs: Any) -> AsyncEngine:
@@ -148,27 +181,60 @@ class AsyncEngine:
         self._loop = loop
 
     def _drain(self) -> None:
-        # Runs in the event loop when the engine's pipe is readable.
+        # Runs in the event loop when the engine's pipe is readable. The timings cost a
+        # clock read per wake-up and a scan of a task's events until its first token.
+        now = time.perf_counter()
         for task_id, events in self.engine.take_ready():
             stream = self._streams.get(task_id)
-            if stream is not None:
-                stream._queue.put_nowait(events)
+            if stream is None:
+                continue
+            if stream.t_first is None:
+                for ev in events:
+                    if ev.type == "token":
+                        stream.t_first = now
+                        if self.observer is not None:
+                            self.observer.first_token(stream, now)
+                        break
+            if events[-1].done:
+                self._ended(stream, events[-1], now)
+            stream._queue.put_nowait(events)
+
+    def _ended(self, stream: TaskStream, last: Event | None, now: float) -> None:
+        stream.ended = True
+        if self.observer is not None:
+            self.observer.finished(stream, last, now)
 
     def _forget(self, task_id: int) -> None:
         self._streams.pop(task_id, None)
 
+    def live(self) -> list[TaskStream]:
+        """The tasks submitted here whose last event has not arrived yet (events the
+        engine has ready are taken first, so a task that ended is not among them)."""
+        self._drain()
+        return [s for s in self._streams.values() if not s.ended]
+
+    def _adapters(self, task: _core.TaskParams) -> tuple[int, ...]:
+        # the scales a task runs with: its own, else the engine's defaults at submit
+        if not self._n_lora:
+            return ()
+        scales = task.lora_scales or self.engine.lora_scales()
+        return tuple(i for i, scale in enumerate(scales) if scale != 0.0)
+
     def submit(self, task: _core.TaskParams) -> TaskStream:
         """Queue a task. Raises at once: OverloadedError, ContextSizeError, ValueError."""
         self._attach()
+        now = time.perf_counter()
         task_id = self.engine.submit(task)
-        stream = TaskStream(self, task_id)
+        stream = TaskStream(self, task_id, now, self._adapters(task))
         self._streams[task_id] = stream
         return stream
 
     def submit_many(self, tasks: Sequence[_core.TaskParams]) -> list[TaskStream]:
         """Queue tasks together (all or none): their prompts are evaluated in one batch."""
         self._attach()
-        streams = [TaskStream(self, i) for i in self.engine.submit_many(list(tasks))]
+        now = time.perf_counter()
+        ids = self.engine.submit_many(list(tasks))
+        streams = [TaskStream(self, i, now, self._adapters(t)) for i, t in zip(ids, tasks)]
         for stream in streams:
             self._streams[stream.task_id] = stream
         return streams

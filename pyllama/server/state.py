@@ -30,6 +30,7 @@ from pyllama.server.load_params import (
 )
 from pyllama.server.media.content import MediaRules, media_marker
 from pyllama.server.model_source import draft_path, model_path
+from pyllama.server.ops.latency import RequestTimings
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
@@ -66,6 +67,8 @@ class ServerState:
         self.serves_completions = True  # False: a pooled embedding model (no KV cache)
         self.sleeping = False  # model and engine freed after --sleep-idle-seconds idle
         self.metrics_book = MetricsBook()
+        # /metrics's request histograms: here, not in the engine, so they survive a sleep
+        self.request_timings = RequestTimings()
         self._wake_lock = asyncio.Lock()
         self._lora_scales: list[float] | None = None  # set by /lora-adapters, kept across sleep
         self._engine_core: _core.Engine | None = None  # set on the loader thread
@@ -87,7 +90,7 @@ class ServerState:
         try:
             await asyncio.to_thread(self._load_sync)
             assert self._engine_core is not None
-            self.engine = AsyncEngine(self._engine_core)
+            self.engine = self._front(self._engine_core)
             if self.settings.sleep_idle_seconds >= 0:
                 self._watcher = asyncio.get_running_loop().create_task(self._watch_idle())
             if self.on_loaded is not None:
@@ -98,6 +101,10 @@ class ServerState:
                 self.on_load_error(self.load_error)
             else:
                 log.error("%s", self.load_error)
+
+    def _front(self, core: _core.Engine) -> AsyncEngine:
+        observer = self.request_timings if self.settings.metrics else None
+        return AsyncEngine(core, observer=observer)
 
     def _load_sync(self) -> None:
         with quiet_load(self.settings.verbose):  # a failure becomes load_error's one line
@@ -298,7 +305,7 @@ class ServerState:
                 self.sleeping = False
                 return
             assert self._engine_core is not None
-            self.engine = AsyncEngine(self._engine_core)
+            self.engine = self._front(self._engine_core)
             self.metrics_book.revive()
             self.sleeping = False
             self.last_active = time.monotonic()

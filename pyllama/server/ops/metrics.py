@@ -4,13 +4,35 @@ Counters are totals since the server started, across sleeps (each sleep frees th
 and a fresh one counts from zero, so the totals of earlier engines are carried). The two
 throughput gauges are averaged over the window since the previous scrape, as llama-server's
 buckets: a scrape resets them. While asleep the engine's last numbers are served.
+
+Beside llama-server's, the signals gateways and autoscalers read (the Gateway API Inference
+Extension's endpoint picker / llm-d, KEDA, Ray), each with the meaning of the vLLM metric
+its HELP names: requests waiting (submitted, not in a slot yet) and running (in a slot:
+one per slot, so a task of ``n`` completions counts ``n``); KV-cache use of the requests in
+slots (``kv_cache_usage_perc``: 0 when idle, where llama-server's ``kv_cache_usage_ratio``
+also counts the prompts idle slots keep for reuse, which the engine drops when it needs
+the room); LoRA adapters used by running and waiting requests (``lora_requests_info``); the
+prefix cache in tokens (queries: every prompt token of every request, evaluated or taken
+from a cache; hits: those taken from a slot's own cache, the host prompt cache or another
+slot's shared prefix); and the request latency histograms of ``latency``.
+
+With one KV pool for all slots (``--kv-unified``, the default without ``-np``), a prefix
+that slots share is held once but counted for each slot that holds it, so both KV ratios
+are upper bounds there (capped at 1); with a stream per slot they are exact.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["MetricsBook"]
+if TYPE_CHECKING:
+    from pyllama.engine import AsyncEngine
+    from pyllama.server.state import ServerState
+
+__all__ = ["Load", "MetricsBook", "load_of", "render"]
 
 # engine counters that add up across engines; the other keys are gauges of the moment
 _COUNTERS = (
@@ -30,6 +52,70 @@ _COUNTERS = (
 
 def _rate(n: float, ms: float) -> float:
     return 1e3 * n / ms if ms > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the slots and the tasks in flight hold at a scrape."""
+
+    busy_share: float = 0.0  # of the KV cells the slots hold, the part busy slots hold
+    running: tuple[str, ...] = ()  # adapters used by tasks in a slot
+    waiting: tuple[str, ...] = ()  # adapters used by tasks not in a slot yet
+
+
+def load_of(engine: AsyncEngine, adapters: list[str]) -> Load:
+    """The slots first, then the live tasks (whose ready events are taken first): a task
+    that ends between the two is in neither list, one admitted between them is waiting."""
+    slots = engine.engine.slots()
+    live = engine.live()
+    in_slot = {s["task_id"] for s in slots if s["state"] != "idle"}
+    held = sum(s["n_cache"] for s in slots)
+    busy = sum(s["n_cache"] for s in slots if s["state"] != "idle")
+    running: set[int] = set()
+    waiting: set[int] = set()
+    for task in live:
+        (running if task.task_id in in_slot else waiting).update(task.adapters)
+    return Load(
+        busy / held if held else 0.0,
+        tuple(adapters[i] for i in sorted(running)),
+        tuple(adapters[i] for i in sorted(waiting)),
+    )
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _lora_lines(adapters: list[str], load: Load) -> list[str]:
+    name = "llamacpp:lora_requests_info"
+    labels = (
+        f'max_lora="{len(adapters)}",'
+        f'waiting_lora_adapters="{_label(",".join(load.waiting))}",'
+        f'running_lora_adapters="{_label(",".join(load.running))}"'
+    )
+    return [
+        f"# HELP {name} Running stats on LoRA requests (vLLM: vllm:lora_requests_info): "
+        "max_lora = adapters loaded; running_lora_adapters / waiting_lora_adapters = the "
+        "adapters (file stems) used with a non-zero scale by requests in a slot / waiting "
+        "for one; the value is the Unix time of the scrape.",
+        f"# TYPE {name} gauge",
+        f"{name}{{{labels}}} {time.time()}",
+    ]
+
+
+def render(state: ServerState) -> str:
+    """The whole /metrics text (the route checks ``--metrics``; 503 while loading)."""
+    engine = None if state.sleeping else state.require()[1]
+    adapters = [Path(path).stem for path, _ in state.settings.lora]
+    if engine is None:
+        m, load = None, Load()
+    else:
+        m = engine.engine.metrics()
+        load = load_of(engine, adapters)
+    lines = state.metrics_book.scrape(m, load)
+    lines += _lora_lines(adapters, load)
+    lines += state.request_timings.lines()
+    return "\n".join(lines) + "\n"
 
 
 class MetricsBook:
@@ -61,9 +147,12 @@ class MetricsBook:
         m["n_tokens_max"] = max(m["n_tokens_max"], self._carry["n_tokens_max"])
         return m
 
-    def scrape(self, engine_metrics: dict[str, Any] | None) -> str:
-        """The exposition text; ``None`` while asleep. Starts a new throughput window."""
+    def scrape(self, engine_metrics: dict[str, Any] | None, load: Load | None = None) -> list[str]:
+        """The exposition lines of the engine's numbers (``None`` while asleep). Starts a
+        new throughput window."""
         m = self._current(engine_metrics)
+        load = load or Load()
+        kv_ratio = min(1.0, m["kv_usage"])
         w = self._window
         now = {
             "n_prompt": m["n_prompt_tokens_total"],
@@ -140,9 +229,44 @@ class MetricsBook:
             ("gauge", "requests_deferred", "Number of requests deferred.", m["n_deferred"]),
             (
                 "gauge",
+                "num_requests_waiting",
+                "Number of requests submitted and not in a slot yet (vLLM: "
+                "vllm:num_requests_waiting).",
+                m["n_deferred"],
+            ),
+            (
+                "gauge",
+                "num_requests_running",
+                "Number of requests in a slot, one per slot (vLLM: vllm:num_requests_running).",
+                m["n_processing"],
+            ),
+            (
+                "gauge",
                 "kv_cache_usage_ratio",
-                "KV-cache usage. 1 means 100 percent usage.",
-                m["kv_usage"],
+                "KV-cache usage. 1 means 100 percent usage (cells the slots hold, the prompts "
+                "idle slots keep included).",
+                kv_ratio,
+            ),
+            (
+                "gauge",
+                "kv_cache_usage_perc",
+                "Fraction of the KV cache held by requests in slots, 0 to 1 (vLLM: "
+                "vllm:kv_cache_usage_perc; idle slots' kept prompts are free room).",
+                kv_ratio * load.busy_share,
+            ),
+            (
+                "counter",
+                "prefix_cache_queries_total",
+                "Prefix cache queries: prompt tokens of all requests, evaluated or taken "
+                "from a cache (vLLM: vllm:prefix_cache_queries).",
+                m["n_prompt_tokens_total"] + m["n_prompt_cached_total"],
+            ),
+            (
+                "counter",
+                "prefix_cache_hits_total",
+                "Prefix cache hits: prompt tokens taken from a slot's cache, the prompt "
+                "cache or another slot's shared prefix (vLLM: vllm:prefix_cache_hits).",
+                m["n_prompt_cached_total"],
             ),
             ("counter", "n_tokens_max", "Largest observed n_tokens.", m["n_tokens_max"]),
             (
@@ -171,4 +295,4 @@ class MetricsBook:
                 f"# TYPE llamacpp:{name} {kind}",
                 f"llamacpp:{name} {value}",
             ]
-        return "\n".join(lines) + "\n"
+        return lines

@@ -16,6 +16,7 @@ from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
+from pyllama.server.ops.metrics import render as render_metrics
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.plan import plan_chat
 from pyllama.server.pipeline.schemas import Sampling
@@ -368,10 +369,8 @@ async def metrics(request: Request) -> Response:
         raise APIError(
             501, "This server does not support metrics endpoint. Start it with `--metrics`"
         )
-    engine = None if state.sleeping else state.require()[1]
-    text = state.metrics_book.scrape(engine.engine.metrics() if engine else None)
     return Response(
-        text,
+        render_metrics(state),
         media_type="text/plain; version=0.0.4",
         headers={"Process-Start-Time-Unix": str(state.started)},
     )
