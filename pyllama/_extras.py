@@ -19,6 +19,7 @@ DISTRIBUTION = "pyllama-engine"
 EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("starlette", "uvicorn", "orjson", "pydantic", "anyio", "httpx"),
     "convert": ("gguf",),
+    "ray": ("ray", "starlette", "pydantic"),
 }
 
 

@@ -40,6 +40,7 @@ PARTS = {
     "pyllama/server/": "server",
     "pyllama/hub.py": "server",  # the hub client: only router mode downloads today
     "pyllama/convert_bert.py": "convert",
+    "pyllama/serve/": "ray",
 }
 
 

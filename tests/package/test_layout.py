@@ -88,3 +88,20 @@ def test_only_the_app_starts_the_router():
         if _server_part(module) == "router"
     }
     assert users == {"pyllama.server.app"}
+
+
+def test_scale_out_builds_on_the_server_entry_points():
+    """``pyllama.serve`` is a room above the server: it may use ``create_app`` and the flag
+    parser (``pyllama.server.app``, ``.cli``), never the server's insides; the server never
+    imports it."""
+    allowed = {"pyllama.server.app", "pyllama.server.cli"}
+    bad = []
+    for path in sorted((PACKAGE / "serve").rglob("*.py")):
+        for module, line, _ in imports(path, ROOT):
+            if module.startswith(SERVER + ".") and module not in allowed or module == SERVER:
+                bad.append(f"{_module(path)}:{line} imports {module}")
+    for path in sorted((PACKAGE / "server").rglob("*.py")):
+        for module, line, _ in imports(path, ROOT):
+            if module == "pyllama.serve" or module.startswith("pyllama.serve."):
+                bad.append(f"{_module(path)}:{line} imports {module}")
+    assert not bad

@@ -1,0 +1,140 @@
+"""The Ray Serve application: arguments, deployments, and the builder ``serve run`` calls.
+
+    serve run pyllama.serve.rayserve:build_app model=/models/smollm2.gguf replicas=2 \\
+        server_args="-c 8192 -np 4"
+
+or from Python: ``serve.run(build_app({"model": path, "replicas": 2}))``. ``server_args`` are
+pyllama-server's (llama-server's) flags, checked here before anything is deployed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from ray import serve
+from ray.serve import Application
+from ray.serve.config import RequestRouterConfig
+
+from pyllama.serve.prefix import BLOCK_BYTES
+from pyllama.serve.rayserve.flags import parse_server_args
+from pyllama.serve.rayserve.ingress import PyllamaIngress
+from pyllama.serve.rayserve.replica import PyllamaReplica
+
+__all__ = ["ServeArgs", "build_app"]
+
+ROUTER = "pyllama.serve.rayserve.router:PrefixAffinityRouter"
+
+
+class ServeArgs(BaseModel):
+    """``serve run`` passes every value as a string; they are converted and checked here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(None, description="GGUF path on every node (as -m)")
+    hf: str | None = Field(None, description="hub repo[:quant], as -hf")
+    server_args: list[str] = Field(default_factory=list, description="more pyllama-server flags")
+    replicas: int = Field(1, ge=1, description="fixed replica count (no autoscaling)")
+    min_replicas: int | None = Field(None, ge=0, description="autoscale from this many")
+    max_replicas: int | None = Field(None, ge=1, description="autoscale up to this many")
+    target_ongoing_requests: float | None = Field(
+        None, gt=0, description="autoscaling target per replica (default: its slots, -np)"
+    )
+    upscale_delay_s: float = Field(30.0, ge=0, description="autoscaling: load seen this long")
+    downscale_delay_s: float = Field(600.0, ge=0, description="autoscaling: idle this long")
+    router: Literal["prefix", "default"] = "prefix"
+    imbalance: int = Field(4, ge=0, description="prefix router: in-flight lead before load wins")
+    capacity_blocks: int = Field(65536, ge=1, description="prefix router: blocks per replica")
+    block_bytes: int = Field(BLOCK_BYTES, ge=16)
+    num_cpus: float = Field(1.0, ge=0, description="CPUs per replica (also -t if none given)")
+    num_gpus: float = Field(0.0, ge=0)
+    resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources")
+    max_replicas_per_node: int | None = Field(None, ge=1)
+    max_ongoing_requests: int | None = Field(
+        None, ge=1, description="per replica (default: 2 x its slots)"
+    )
+    graceful_shutdown_timeout_s: float = Field(120.0, ge=0, description="drain limit")
+    health_check_period_s: float = Field(5.0, gt=0)
+    route_prefix: str = "/"
+    name: str = "pyllama"
+
+    @field_validator("server_args", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        return shlex.split(v) if isinstance(v, str) else v
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _json(cls, v: Any) -> Any:
+        return json.loads(v) if isinstance(v, str) else v
+
+    def argv(self) -> list[str]:
+        """The replica's pyllama-server command line (``--metrics`` always: gateways read it)."""
+        argv = []
+        if self.model:
+            argv += ["--model", self.model]
+        if self.hf:
+            argv += ["-hf", self.hf]
+        argv += self.server_args
+        if not {"-t", "--threads"} & set(argv) and self.num_cpus >= 1:
+            argv += ["--threads", str(int(self.num_cpus))]  # not every core of the node
+        if "--metrics" not in argv:
+            argv.append("--metrics")
+        return argv
+
+
+def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "ray_actor_options": {
+            "num_cpus": args.num_cpus,
+            "num_gpus": args.num_gpus,
+            "resources": dict(args.resources),
+        },
+        "max_ongoing_requests": args.max_ongoing_requests or 2 * n_parallel,
+        "graceful_shutdown_timeout_s": args.graceful_shutdown_timeout_s,
+        "graceful_shutdown_wait_loop_s": 1.0,
+        "health_check_period_s": args.health_check_period_s,
+        "health_check_timeout_s": 30.0,
+    }
+    if args.max_replicas_per_node is not None:
+        opts["max_replicas_per_node"] = args.max_replicas_per_node
+    if args.max_replicas is not None:
+        opts["autoscaling_config"] = {
+            "min_replicas": args.min_replicas if args.min_replicas is not None else 1,
+            "max_replicas": args.max_replicas,
+            "target_ongoing_requests": args.target_ongoing_requests or n_parallel,
+            "upscale_delay_s": args.upscale_delay_s,
+            "downscale_delay_s": args.downscale_delay_s,
+        }
+    else:
+        opts["num_replicas"] = args.replicas
+    if args.router == "prefix":
+        opts["request_router_config"] = RequestRouterConfig(
+            request_router_class=ROUTER,
+            request_router_kwargs={
+                "imbalance": args.imbalance,
+                "capacity_blocks": args.capacity_blocks,
+            },
+        )
+    return opts
+
+
+def build_app(args: dict[str, Any] | ServeArgs) -> Application:
+    """The application ``serve run pyllama.serve.rayserve:build_app key=value...`` deploys."""
+    args = args if isinstance(args, ServeArgs) else ServeArgs.model_validate(args)
+    if not args.model and not args.hf:
+        raise ValueError("give model=PATH (the GGUF on every node) or hf=REPO[:QUANT]")
+    argv = args.argv()
+    settings = parse_server_args(argv)
+    n_parallel = max(1, settings.n_parallel)
+    replica = serve.deployment(PyllamaReplica, name=f"{args.name}-replica").options(
+        **_deployment_options(args, n_parallel)
+    )
+    ingress = serve.deployment(PyllamaIngress, name=args.name).options(
+        num_replicas=1,
+        max_ongoing_requests=10_000,  # it only waits on replicas; they bound the work
+        ray_actor_options={"num_cpus": 0},
+    )
+    return ingress.bind(replica.bind(argv), args.block_bytes, settings.max_body_bytes)
