@@ -98,7 +98,7 @@ def test_scale_out_builds_on_the_server_entry_points():
     bad = []
     for path in sorted((PACKAGE / "serve").rglob("*.py")):
         for module, line, _ in imports(path, ROOT):
-            if module.startswith(SERVER + ".") and module not in allowed or module == SERVER:
+            if (module.startswith(SERVER + ".") and module not in allowed) or module == SERVER:
                 bad.append(f"{_module(path)}:{line} imports {module}")
     for path in sorted((PACKAGE / "server").rglob("*.py")):
         for module, line, _ in imports(path, ROOT):
