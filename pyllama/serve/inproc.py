@@ -57,8 +57,16 @@ class Lifespan:
         scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
         self._task = asyncio.ensure_future(self._app(scope, self._inbox.get, self._outbox.put))
         await self._inbox.put({"type": "lifespan.startup"})
-        reply = await self._outbox.get()
+        replied = asyncio.ensure_future(self._outbox.get())
+        await asyncio.wait({replied, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not replied.done():  # the app returned or raised without answering the startup
+            replied.cancel()
+            err = self._task.exception()
+            raise RuntimeError(f"the app's lifespan ended before its startup: {err!r}")
+        reply = replied.result()
         if reply["type"] != "lifespan.startup.complete":
+            with contextlib.suppress(BaseException):  # its exception is the message below
+                await self._task
             raise RuntimeError(reply.get("message") or "the app's startup failed")
 
     async def stop(self) -> None:

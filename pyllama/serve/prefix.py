@@ -42,6 +42,7 @@ def _texts(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _texts(item)
+            yield "\x1f"  # [1, 23] is not [12, 3], nor ["a", "b"] "ab"
     elif value is not None:
         yield json.dumps(value)  # token ids in a /completion prompt, numbers
 

@@ -321,24 +321,11 @@ def test_lifespan_start_raises_when_startup_fails():
     assert events == ["startup"]  # and no shutdown after a failed start
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inproc.py Lifespan.start raises on lifespan.startup.failed without awaiting the "
-    "lifespan task, which Starlette ends with the startup's exception: expected nothing left "
-    "unretrieved, got asyncio's 'Task exception was never retrieved' (with the traceback) "
-    "when the Lifespan is collected",
-)
 def test_a_failed_start_leaves_no_unretrieved_task_exception():
     told = asyncio.run(_failed_start(_lifespan_app([], fail="startup")))
     assert [c.get("message") for c in told] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inproc.py Lifespan.start awaits the app's reply forever when the lifespan task "
-    "ends without sending lifespan.startup.complete/failed (an ASGI app without lifespan "
-    "support): expected start() to raise (or return) promptly, it hangs",
-)
 def test_lifespan_start_does_not_hang_when_the_app_ends_without_replying():
     async def app(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

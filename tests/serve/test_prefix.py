@@ -272,11 +272,6 @@ def test_completion_prompt_token_ids():
     assert block_hashes(text)  # long enough to have blocks
 
 
-AMBIGUOUS = (
-    "token ids are concatenated without a separator (prefix.py _texts, `yield json.dumps(value)`)"
-)
-
-
 @pytest.mark.parametrize(
     ("a", "b"),
     [
@@ -285,19 +280,16 @@ AMBIGUOUS = (
             [1, 23],
             [12, 3],
             id="ids-split-differently",
-            marks=pytest.mark.xfail(strict=True, reason=AMBIGUOUS),
         ),
         pytest.param(
             "123",
             [1, 2, 3],
             id="text-vs-ids",
-            marks=pytest.mark.xfail(strict=True, reason=AMBIGUOUS),
         ),
         pytest.param(
             [151, 644],
             [15, 1644],
             id="ids-realistic",
-            marks=pytest.mark.xfail(strict=True, reason=AMBIGUOUS),
         ),
     ],
 )

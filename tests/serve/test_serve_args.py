@@ -122,12 +122,6 @@ def test_argv_adds_threads_from_num_cpus_only_without_t():
         assert parse_server_args(argv).n_threads == 6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.py ServeArgs.argv looks for the tokens '-t'/'--threads' only "
-    "(`{'-t', '--threads'} & set(argv)`): server_args='--threads=6' or '-t6' gets "
-    "'--threads 1' appended, which argparse takes last: expected n_threads 6, got 1",
-)
 @pytest.mark.parametrize("given", ["--threads=6", "-t6"])
 def test_argv_keeps_threads_given_in_one_token(given: str):
     assert parse_server_args(_args(server_args=given).argv()).n_threads == 6
@@ -182,13 +176,6 @@ def test_build_app_accepts_serve_args_and_a_name():
     assert app._bound_deployment.init_args[1] == 128
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.py build_app (`n_parallel = max(1, settings.n_parallel)`) takes -np -1 "
-    "(auto) as 1 slot, but a replica with no -np runs 4 slots (Settings.n_parallel: "
-    "'-1: auto (4 slots ...)'): expected max_ongoing_requests 8 (2 x slots), got 2; the "
-    "autoscaling target is 1, not 4",
-)
 def test_build_app_counts_the_auto_slots():
     assert _replica(build_app({"model": MODEL})).max_ongoing_requests == 8
 
@@ -213,13 +200,6 @@ def test_build_app_refuses_bad_flags_naming_the_flag(server_args: str, flag: str
         build_app({"model": MODEL, "server_args": server_args})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flags.py parse_server_args (`why = lines[-1]`) keeps argparse's last stderr "
-    "line, which is pyllama-server's hint '(see pyllama-server --help)', not the error: "
-    "expected argparse's error (e.g. \"invalid int value: 'abc'\") in the message, got only "
-    "the hint (the flag is named only because the whole argv is echoed)",
-)
 @pytest.mark.parametrize(
     ("server_args", "why"),
     [

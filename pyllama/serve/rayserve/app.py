@@ -10,6 +10,7 @@ pyllama-server's (llama-server's) flags, checked here before anything is deploye
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from typing import Any, Literal
 
@@ -26,6 +27,8 @@ from pyllama.serve.rayserve.replica import PyllamaReplica
 __all__ = ["ServeArgs", "build_app"]
 
 ROUTER = "pyllama.serve.rayserve.router:PrefixAffinityRouter"
+_THREADS = re.compile(r"^(-t|--threads)$|^-t\d|^--threads=")  # -t N, -t8, --threads=8
+AUTO_PARALLEL = 4  # what -np -1 (auto, the default) gives, as in llama-server
 
 
 class ServeArgs(BaseModel):
@@ -45,7 +48,9 @@ class ServeArgs(BaseModel):
     upscale_delay_s: float = Field(30.0, ge=0, description="autoscaling: load seen this long")
     downscale_delay_s: float = Field(600.0, ge=0, description="autoscaling: idle this long")
     router: Literal["prefix", "default"] = "prefix"
-    imbalance: int = Field(4, ge=0, description="prefix router: in-flight lead before load wins")
+    imbalance: int | None = Field(
+        None, ge=0, description="prefix router: in-flight lead before load wins (default: -np)"
+    )
     capacity_blocks: int = Field(65536, ge=1, description="prefix router: blocks per replica")
     block_bytes: int = Field(BLOCK_BYTES, ge=16)
     num_cpus: float = Field(1.0, ge=0, description="CPUs per replica (also -t if none given)")
@@ -78,7 +83,7 @@ class ServeArgs(BaseModel):
         if self.hf:
             argv += ["-hf", self.hf]
         argv += self.server_args
-        if not {"-t", "--threads"} & set(argv) and self.num_cpus >= 1:
+        if not any(_THREADS.match(a) for a in argv) and self.num_cpus >= 1:
             argv += ["--threads", str(int(self.num_cpus))]  # not every core of the node
         if "--metrics" not in argv:
             argv.append("--metrics")
@@ -114,7 +119,7 @@ def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
         opts["request_router_config"] = RequestRouterConfig(
             request_router_class=ROUTER,
             request_router_kwargs={
-                "imbalance": args.imbalance,
+                "imbalance": n_parallel if args.imbalance is None else args.imbalance,
                 "capacity_blocks": args.capacity_blocks,
             },
         )
@@ -128,7 +133,7 @@ def build_app(args: dict[str, Any] | ServeArgs) -> Application:
         raise ValueError("give model=PATH (the GGUF on every node) or hf=REPO[:QUANT]")
     argv = args.argv()
     settings = parse_server_args(argv)
-    n_parallel = max(1, settings.n_parallel)
+    n_parallel = settings.n_parallel if settings.n_parallel > 0 else AUTO_PARALLEL
     replica = serve.deployment(PyllamaReplica, name=f"{args.name}-replica").options(
         **_deployment_options(args, n_parallel)
     )

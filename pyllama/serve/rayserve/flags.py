@@ -25,7 +25,8 @@ def parse_server_args(argv: Sequence[str]) -> Any:
             settings = parse_args(list(argv))
     except SystemExit as e:
         lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
-        why = lines[-1] if lines else f"exit status {e.code}"
+        errors = [ln for ln in lines if "error:" in ln]  # argparse's line, not the hint after
+        why = (errors or lines or [f"exit status {e.code}"])[-1]
         raise ValueError(f"pyllama-server {' '.join(argv)}: {why}") from None
     if settings.router:
         raise ValueError("a replica serves one model: give --model PATH or -hf REPO in server_args")

@@ -1,0 +1,192 @@
+"""Prefix-affinity router vs Ray Serve's default router, two pyllama replicas on two nodes.
+
+A local two-node Ray cluster (one CPU each, ``tests/helpers/ray_cluster.py``) runs
+``pyllama.serve.rayserve.build_app`` with two replicas, once per router. The workload is
+groups of chats: every chat of a group starts with the group's long system prompt (about
+``--system-tokens`` tokens) and asks its own question; each group is one client sending its
+chats one after another, all groups at once. A replica has ``-np 2`` slots and
+``--cache-ram 0``, so it keeps at most two system prompts: at ``--groups 2`` (light) either
+replica can hold every group; at ``--groups 4`` (realistic) the groups' prefixes together
+exceed one replica's cache, and only a router that keeps each group on one replica finds
+them cached. Reported per router and load: time to first token p50 (client-measured, over
+each group's chats after its first, which is cold for every router), and the prefix-cache
+hit rate (cached prompt tokens / prompt tokens, from each answer's usage).
+
+    python benchmarks/bench_ray_router.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from helpers.ray_cluster import ray_cluster  # the tests' local cluster
+from helpers.servers import free_port
+
+TOPICS = [
+    "harbour bakery",
+    "mountain railway",
+    "city library",
+    "river ferry",
+    "orchard farm",
+    "night clinic",
+]
+
+
+def system_prompt(topic: str, tokens: int) -> str:
+    rule = (
+        f"You answer questions for the {topic}. Be polite and brief, answer in English, "
+        "never invent prices or times, and ask again when a question is unclear. "
+    )
+    n = max(1, round(tokens / 40))  # a rule is about 40 tokens
+    return "".join(f"Rule {i + 1} of the {topic}. {rule}" for i in range(n))
+
+
+async def one_chat(client: httpx.AsyncClient, url: str, system: str, question: str) -> dict:
+    body = {
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": question}],
+        "max_tokens": 8,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    t0 = time.perf_counter()
+    ttft = None
+    usage: dict[str, Any] = {}
+    async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
+        assert r.status_code == 200, await r.aread()
+        replica = r.headers.get("x-pyllama-replica", "")
+        async for line in r.aiter_lines():
+            if not line.startswith("data: {"):
+                continue
+            chunk = json.loads(line[6:])
+            if ttft is None and any(c["delta"].get("content") for c in chunk.get("choices", [])):
+                ttft = time.perf_counter() - t0
+            usage = chunk.get("usage") or usage
+    return {
+        "ttft_s": ttft if ttft is not None else time.perf_counter() - t0,
+        "prompt_tokens": usage.get("prompt_tokens", 0),
+        "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0),
+        "replica": replica,
+    }
+
+
+async def group_client(url: str, topic: str, n: int, tokens: int) -> list[dict]:
+    system = system_prompt(topic, tokens)
+    out = []
+    async with httpx.AsyncClient(timeout=600) as client:
+        for i in range(n):
+            rec = await one_chat(client, url, system, f"Question {i}: what should I know today?")
+            out.append({**rec, "group": topic, "index": i})
+    return out
+
+
+async def workload(url: str, groups: int, chats: int, tokens: int) -> list[dict]:
+    runs = await asyncio.gather(
+        *(group_client(url, TOPICS[g], chats, tokens) for g in range(groups))
+    )
+    return [rec for run in runs for rec in run]
+
+
+def summarize(recs: list[dict]) -> dict:
+    warm = [r for r in recs if r["index"] > 0]
+    prompt = sum(r["prompt_tokens"] for r in warm)
+    return {
+        "requests": len(recs),
+        "ttft_p50_s": statistics.median(r["ttft_s"] for r in warm),
+        "ttft_p90_s": statistics.quantiles([r["ttft_s"] for r in warm], n=10)[-1],
+        "prefix_hit_rate": sum(r["cached_tokens"] for r in warm) / prompt if prompt else 0.0,
+        "replicas_per_group": statistics.mean(
+            len({r["replica"] for r in warm if r["group"] == g}) for g in {r["group"] for r in warm}
+        ),
+    }
+
+
+def deploy(model: str, router: str, server_args: str) -> None:
+    from ray import serve
+
+    from pyllama.serve.rayserve import build_app
+
+    serve.run(
+        build_app(
+            {
+                "model": model,
+                "replicas": 2,
+                "resources": {"slot": 1},
+                "router": router,
+                "server_args": server_args,
+            }
+        ),
+        name="default",
+        route_prefix="/",
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="GGUF (default: the demo model)")
+    ap.add_argument("--loads", default="2,4", help="group counts to run (light,realistic)")
+    ap.add_argument("--chats", type=int, default=8, help="chats per group")
+    ap.add_argument("--system-tokens", type=int, default=1000)
+    ap.add_argument("--server-args", default="-c 8192 -np 2 --cache-ram 0")
+    ap.add_argument("--routers", default="default,prefix")
+    ap.add_argument("--json", action="store_true", help="append the record to benchmarks/results")
+    a = ap.parse_args()
+    if a.model is None:
+        from pyllama.models import demo_model
+
+        a.model = demo_model()
+    import ray
+    from ray import serve
+
+    record: dict[str, Any] = {
+        "bench": "ray_router",
+        "date": time.strftime("%Y-%m-%d"),
+        "model": Path(a.model).name,
+        "server_args": a.server_args,
+        "system_tokens": a.system_tokens,
+        "chats_per_group": a.chats,
+        "cluster": "2 local Ray nodes x 1 CPU, 2 replicas (-t 1 each)",
+        "results": {},
+    }
+    with ray_cluster(nodes=2) as address:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        port = free_port()
+        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for groups in (int(g) for g in a.loads.split(",")):
+                for router in a.routers.split(","):
+                    deploy(a.model, router, a.server_args)  # fresh replicas: empty caches
+                    recs = asyncio.run(workload(url, groups, a.chats, a.system_tokens))
+                    s = summarize(recs)
+                    record["results"][f"{groups} groups/{router}"] = {**s, "raw": recs}
+                    print(
+                        f"{groups} groups, {router:8s} router: TTFT p50 {s['ttft_p50_s']:.3f} s"
+                        f" p90 {s['ttft_p90_s']:.3f} s, prefix hits {s['prefix_hit_rate']:.0%},"
+                        f" replicas per group {s['replicas_per_group']:.2f}",
+                        flush=True,
+                    )
+                    serve.delete("default")
+        finally:
+            serve.shutdown()
+            ray.shutdown()
+    if a.json:
+        out = Path(__file__).parent / "results" / f"ray_router_{record['date']}.jsonl"
+        with out.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        print(f"appended to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
