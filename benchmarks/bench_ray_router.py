@@ -1,18 +1,19 @@
 """Prefix-affinity router vs Ray Serve's default router, two pyllama replicas on two nodes.
 
 A local two-node Ray cluster (one CPU each, ``tests/helpers/ray_cluster.py``) runs
-``pyllama.serve.rayserve.build_app`` with two replicas, once per router. The workload is
-groups of chats: every chat of a group starts with the group's long system prompt (about
-``--system-tokens`` tokens) and asks its own question; each group is one client sending its
-chats one after another, all groups at once. A replica has ``-np 2`` slots and
-``--cache-ram 0``, so it keeps at most two system prompts: at ``--groups 2`` (light) either
-replica can hold every group; at ``--groups 4`` (realistic) the groups' prefixes together
-exceed one replica's cache, and only a router that keeps each group on one replica finds
-them cached. Reported per router and load: time to first token p50 (client-measured, over
-each group's chats after its first, which is cold for every router), and the prefix-cache
-hit rate (cached prompt tokens / prompt tokens, from each answer's usage).
+``pyllama.serve.rayserve.build_app`` with two replicas, once per router, fresh each time.
+The workload is groups of chats: every chat of a group starts with the group's long system
+prompt (about ``--system-tokens`` tokens) and asks its own question. Chats arrive open-loop
+(Poisson, ``--rates`` per second, each from a group drawn at random with ``--seed``), as
+users of several applications do. With ``-np 4`` a replica keeps four system prompts in its
+slots: at ``--loads 2`` (light) either replica holds every group; at 8 groups (realistic)
+the groups' prefixes together exceed one replica's cache, and only a router that keeps
+each group on one replica finds them cached. Reported per router and load: time to first
+token p50 and p90 (client-measured, over every chat but each group's first, which is cold
+for every router) and the prefix-cache hit rate (cached prompt tokens / prompt tokens,
+from each answer's usage).
 
-    python benchmarks/bench_ray_router.py --json
+    python benchmarks/bench_ray_router.py --server-args "-c 16384 -np 4 --cache-ram 0" --json
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import sys
 import time
@@ -33,13 +35,10 @@ from helpers.ray_cluster import ray_cluster  # the tests' local cluster
 from helpers.servers import free_port
 
 TOPICS = [
-    "harbour bakery",
-    "mountain railway",
-    "city library",
-    "river ferry",
-    "orchard farm",
-    "night clinic",
-]
+    "harbour bakery", "mountain railway", "city library", "river ferry", "orchard farm",
+    "night clinic", "ski school", "bicycle shop", "museum of clocks", "tea house",
+    "chess club", "village post office",
+]  # fmt: skip
 
 
 def system_prompt(topic: str, tokens: int) -> str:
@@ -80,21 +79,28 @@ async def one_chat(client: httpx.AsyncClient, url: str, system: str, question: s
     }
 
 
-async def group_client(url: str, topic: str, n: int, tokens: int) -> list[dict]:
-    system = system_prompt(topic, tokens)
-    out = []
-    async with httpx.AsyncClient(timeout=600) as client:
+async def workload(
+    url: str, groups: int, n: int, rate: float, tokens: int, seed: int
+) -> list[dict]:
+    """Open-loop arrivals: ``n`` chats at ``rate`` per second (Poisson), each from a group
+    drawn at random; requests do not wait for each other, as users of several apps don't."""
+    rng = random.Random(seed)
+    systems = [system_prompt(TOPICS[g], tokens) for g in range(groups)]
+    seen: set[int] = set()
+    tasks = []
+    async with httpx.AsyncClient(timeout=900, limits=httpx.Limits(max_connections=None)) as c:
         for i in range(n):
-            rec = await one_chat(client, url, system, f"Question {i}: what should I know today?")
-            out.append({**rec, "group": topic, "index": i})
-    return out
+            g = rng.randrange(groups)
+            first = g not in seen
+            seen.add(g)
 
+            async def run(g: int = g, i: int = i, first: bool = first) -> dict:
+                rec = await one_chat(c, url, systems[g], f"Question {i}: what should I know?")
+                return {**rec, "group": TOPICS[g], "index": 0 if first else 1 + i}
 
-async def workload(url: str, groups: int, chats: int, tokens: int) -> list[dict]:
-    runs = await asyncio.gather(
-        *(group_client(url, TOPICS[g], chats, tokens) for g in range(groups))
-    )
-    return [rec for run in runs for rec in run]
+            tasks.append(asyncio.ensure_future(run()))
+            await asyncio.sleep(rng.expovariate(rate))
+        return list(await asyncio.gather(*tasks))
 
 
 def summarize(recs: list[dict]) -> dict:
@@ -134,8 +140,10 @@ def deploy(model: str, router: str, server_args: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="GGUF (default: the demo model)")
-    ap.add_argument("--loads", default="2,4", help="group counts to run (light,realistic)")
-    ap.add_argument("--chats", type=int, default=8, help="chats per group")
+    ap.add_argument("--loads", default="2,8", help="group counts to run (light,realistic)")
+    ap.add_argument("--rates", default="0.3,1.0", help="chats per second, one per load")
+    ap.add_argument("--requests", type=int, default=40, help="chats per run")
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--system-tokens", type=int, default=1000)
     ap.add_argument("--server-args", default="-c 8192 -np 2 --cache-ram 0")
     ap.add_argument("--routers", default="default,prefix")
@@ -154,7 +162,8 @@ def main() -> int:
         "model": Path(a.model).name,
         "server_args": a.server_args,
         "system_tokens": a.system_tokens,
-        "chats_per_group": a.chats,
+        "requests": a.requests,
+        "seed": a.seed,
         "cluster": "2 local Ray nodes x 1 CPU, 2 replicas (-t 1 each)",
         "results": {},
     }
@@ -164,14 +173,21 @@ def main() -> int:
         serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
         url = f"http://127.0.0.1:{port}"
         try:
-            for groups in (int(g) for g in a.loads.split(",")):
+            loads = zip(a.loads.split(","), a.rates.split(","))
+            for groups, rate in ((int(g), float(r)) for g, r in loads):
                 for router in a.routers.split(","):
                     deploy(a.model, router, a.server_args)  # fresh replicas: empty caches
-                    recs = asyncio.run(workload(url, groups, a.chats, a.system_tokens))
+                    recs = asyncio.run(
+                        workload(url, groups, a.requests, rate, a.system_tokens, a.seed)
+                    )
                     s = summarize(recs)
-                    record["results"][f"{groups} groups/{router}"] = {**s, "raw": recs}
+                    record["results"][f"{groups} groups/{router}"] = {
+                        **s,
+                        "rate": rate,
+                        "raw": recs,
+                    }
                     print(
-                        f"{groups} groups, {router:8s} router: TTFT p50 {s['ttft_p50_s']:.3f} s"
+                        f"{groups} groups at {rate}/s, {router:8s} router: TTFT p50 {s['ttft_p50_s']:.3f} s"
                         f" p90 {s['ttft_p90_s']:.3f} s, prefix hits {s['prefix_hit_rate']:.0%},"
                         f" replicas per group {s['replicas_per_group']:.2f}",
                         flush=True,

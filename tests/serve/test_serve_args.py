@@ -5,6 +5,8 @@ without a Ray cluster (bad flags refused on the driver)."""
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -39,7 +41,7 @@ def test_strings_from_serve_run_are_converted():
         resources='{"slot": 1, "accel": 0.5}',
         server_args="-c 2048 -np 2",
         num_cpus="2",
-        imbalance="3",
+        decode_bytes="3",
         max_replicas="4",
         min_replicas="0",
         upscale_delay_s="1.5",
@@ -49,7 +51,7 @@ def test_strings_from_serve_run_are_converted():
     assert args.resources == {"slot": 1.0, "accel": 0.5}
     assert args.server_args == ["-c", "2048", "-np", "2"]
     assert args.num_cpus == 2.0
-    assert args.imbalance == 3
+    assert args.decode_bytes == 3
     assert (args.min_replicas, args.max_replicas) == (0, 4)
     assert args.upscale_delay_s == 1.5
     assert args.router == "default"
@@ -149,10 +151,15 @@ def _replica(app: Application) -> Any:
 
 
 def test_build_app_needs_no_cluster():
-    assert not ray.is_initialized()
+    # in a fresh interpreter: this session may have a cluster from tests/serve/test_ray_serve
+    code = (
+        "import ray; from pyllama.serve.rayserve import build_app; "
+        f"build_app({{'model': {MODEL!r}, 'replicas': '3'}}); print(ray.is_initialized())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "False"
     app = build_app({"model": MODEL, "replicas": "3", "server_args": "-c 2048 -np 2"})
     assert isinstance(app, Application)
-    assert not ray.is_initialized()
     ingress = app._bound_deployment
     assert ingress.name == "pyllama"
     assert ingress.num_replicas == 1
@@ -161,7 +168,7 @@ def test_build_app_needs_no_cluster():
     replica = replica_app._bound_deployment
     assert replica.name == "pyllama-replica"
     assert replica.num_replicas == 3
-    assert replica.max_ongoing_requests == 4  # 2 x the slots
+    assert replica.max_ongoing_requests == 8  # 4 x the slots
     assert (
         replica.init_args[0]
         == ServeArgs(model=MODEL, server_args=["-c", "2048", "-np", "2"]).argv()
@@ -177,7 +184,7 @@ def test_build_app_accepts_serve_args_and_a_name():
 
 
 def test_build_app_counts_the_auto_slots():
-    assert _replica(build_app({"model": MODEL})).max_ongoing_requests == 8
+    assert _replica(build_app({"model": MODEL})).max_ongoing_requests == 16  # 4 x the 4 auto slots
 
 
 @pytest.mark.parametrize("args", [{}, {"model": ""}, {"server_args": "-c 512"}])
@@ -224,7 +231,7 @@ def test_fixed_replicas_no_autoscaling():
     opts = _deployment_options(_args(replicas="3"), n_parallel=2)
     assert opts["num_replicas"] == 3
     assert "autoscaling_config" not in opts
-    assert opts["max_ongoing_requests"] == 4
+    assert opts["max_ongoing_requests"] == 8
     assert "max_replicas_per_node" not in opts
 
 
@@ -248,10 +255,16 @@ def test_autoscaling_only_with_max_replicas():
 
 
 def test_prefix_router_only_for_router_prefix():
-    opts = _deployment_options(_args(imbalance="2", capacity_blocks="100"), n_parallel=1)
+    opts = _deployment_options(
+        _args(decode_bytes="2", capacity_blocks="100", block_bytes="64"), n_parallel=1
+    )
     config = opts["request_router_config"]
     assert config.request_router_class == ROUTER
-    assert config.request_router_kwargs == {"imbalance": 2, "capacity_blocks": 100}
+    assert config.request_router_kwargs == {
+        "decode_bytes": 2,
+        "block_bytes": 64,
+        "capacity_blocks": 100,
+    }
     assert "request_router_config" not in _deployment_options(_args(router="default"), 1)
 
 
@@ -269,7 +282,7 @@ def test_actor_options():
         "resources": {"slot": 1.0},
     }
     assert opts["max_replicas_per_node"] == 1
-    assert opts["max_ongoing_requests"] == 6
+    assert opts["max_ongoing_requests"] == 12
     opts["ray_actor_options"]["resources"]["other"] = 1  # a copy: args are left as they were
     assert args.resources == {"slot": 1.0}
     assert _deployment_options(_args(max_ongoing_requests="9"), 3)["max_ongoing_requests"] == 9

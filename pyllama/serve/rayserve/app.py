@@ -48,8 +48,8 @@ class ServeArgs(BaseModel):
     upscale_delay_s: float = Field(30.0, ge=0, description="autoscaling: load seen this long")
     downscale_delay_s: float = Field(600.0, ge=0, description="autoscaling: idle this long")
     router: Literal["prefix", "default"] = "prefix"
-    imbalance: int | None = Field(
-        None, ge=0, description="prefix router: in-flight lead before load wins (default: -np)"
+    decode_bytes: int = Field(
+        1024, ge=0, description="prefix router: an answer's cost in bytes of prompt evaluated"
     )
     capacity_blocks: int = Field(65536, ge=1, description="prefix router: blocks per replica")
     block_bytes: int = Field(BLOCK_BYTES, ge=16)
@@ -58,7 +58,7 @@ class ServeArgs(BaseModel):
     resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources")
     max_replicas_per_node: int | None = Field(None, ge=1)
     max_ongoing_requests: int | None = Field(
-        None, ge=1, description="per replica (default: 2 x its slots)"
+        None, ge=1, description="per replica (default: 4 x its slots)"
     )
     graceful_shutdown_timeout_s: float = Field(120.0, ge=0, description="drain limit")
     health_check_period_s: float = Field(5.0, gt=0)
@@ -97,7 +97,9 @@ def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
             "num_gpus": args.num_gpus,
             "resources": dict(args.resources),
         },
-        "max_ongoing_requests": args.max_ongoing_requests or 2 * n_parallel,
+        # pyllama queues past its slots itself (deferred): a replica holding a prefix may
+        # take a deeper queue before Serve's router looks elsewhere
+        "max_ongoing_requests": args.max_ongoing_requests or 4 * n_parallel,
         "graceful_shutdown_timeout_s": args.graceful_shutdown_timeout_s,
         "graceful_shutdown_wait_loop_s": 1.0,
         "health_check_period_s": args.health_check_period_s,
@@ -119,7 +121,8 @@ def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
         opts["request_router_config"] = RequestRouterConfig(
             request_router_class=ROUTER,
             request_router_kwargs={
-                "imbalance": n_parallel if args.imbalance is None else args.imbalance,
+                "decode_bytes": args.decode_bytes,
+                "block_bytes": args.block_bytes,
                 "capacity_blocks": args.capacity_blocks,
             },
         )

@@ -1,15 +1,24 @@
 """Prefix-affinity request routing on Ray Serve's custom request-router API.
 
-A request goes to the replica that was sent the longest prefix of its prompt (its KV, or
-pyllama's host prompt cache, likely still holds it: the prompt is evaluated only past the
-match), unless that replica has ``imbalance`` more requests in flight than the least loaded
-one; then, and for prompts nobody has seen, the least loaded replica wins, ties going to the
-replica holding the fewest blocks (so new prefixes spread out). Ray's router base class
-probes queue lengths and tries each returned rank in order: the first rank that has a
-replica with room gets the request.
+Each request goes to the replica where it adds the least work to what is already waiting
+there. The work of a request on a replica is the part of its prompt that replica must
+evaluate (its prompt's blocks past the longest prefix that replica was sent, whose KV it
+likely still holds) plus a fixed cost for generating (``decode_bytes``); a replica's
+waiting work is the sum over the requests this router sent it that have not completed.
+So a shared prefix keeps its requests on the replica that has it as long as queueing
+there costs less than evaluating the prefix again elsewhere, and prompts nobody has seen
+go where the least work waits; ties go to the replica holding the fewest blocks (new
+prefixes spread out), then to chance. Ray's router base class tries the returned ranks in
+order: the first with a replica that has room (``max_ongoing_requests``) gets the request.
+
+Why work and not request counts: on a cache miss a replica evaluates the whole prefix (on a
+CPU, seconds for a long system prompt), on a hit only the question (milliseconds). A rule
+"affinity unless N more requests wait there" sends requests to the idle replica exactly
+when the prefix's replica is busy with misses, which makes more misses: under load it
+collapsed to Serve's default router's hit rate (docs/benchmarks.md).
 
 The router lives in the caller's process (the ingress), one instance per deployment handle,
-and runs on that handle's event loop: its index needs no lock. The prompt's block hashes
+and runs on that handle's event loop: its state needs no lock. The prompt's block hashes
 come with the request (``Forwarded.prefix_blocks``), computed once by the ingress.
 """
 
@@ -29,6 +38,7 @@ from ray.serve.request_router import (
 
 from pyllama.serve.affinity import PrefixIndex
 from pyllama.serve.inproc import Forwarded
+from pyllama.serve.prefix import BLOCK_BYTES
 
 __all__ = ["PrefixAffinityRouter"]
 
@@ -47,80 +57,75 @@ def _blocks(pending: PendingRequest | None) -> tuple[int, ...]:
 class PrefixAffinityRouter(RequestRouter):
     def initialize_state(  # type: ignore[override]
         self,
-        imbalance: int = 4,
-        min_match_blocks: int = 1,
+        decode_bytes: int = 1024,
+        block_bytes: int = BLOCK_BYTES,
         capacity_blocks: int = 65536,
         **kwargs: Any,
     ) -> None:
-        """``request_router_kwargs``: ``imbalance`` (in-flight requests more than the least
-        loaded replica before affinity yields), ``min_match_blocks`` (shortest match that
-        counts), ``capacity_blocks`` (blocks remembered per replica)."""
+        """``request_router_kwargs``: ``decode_bytes`` (the cost of generating an answer, in
+        bytes of prompt evaluated), ``block_bytes`` (the ingress's block size),
+        ``capacity_blocks`` (blocks remembered per replica)."""
         if kwargs:
             raise TypeError(f"unknown PrefixAffinityRouter options: {sorted(kwargs)}")
-        self.imbalance = int(imbalance)
-        self.min_match_blocks = max(1, int(min_match_blocks))
+        self.decode_bytes = int(decode_bytes)
+        self.block_bytes = int(block_bytes)
         self.index = PrefixIndex(int(capacity_blocks))
-        self.routed_by_prefix = 0  # requests sent to a replica for its prefix (for tests)
-        # Load as this router sees it: requests it sent that have not completed, plus the
-        # first choice of requests still being routed (so that requests arriving together
-        # spread out before any of them is acknowledged). Ray's queue-length cache lags.
-        self._in_flight: dict[str, ReplicaID] = {}
-        self._choosing: dict[str, tuple[ReplicaID, float]] = {}
+        self.routed_by_prefix = 0  # requests sent to a replica holding their prefix
+        # work (bytes) of requests sent and not completed, and of requests still being routed
+        # (their first choice: requests arriving together spread before any is acknowledged;
+        # Ray's own queue-length cache lags behind both)
+        self._in_flight: dict[str, tuple[ReplicaID, int]] = {}
+        self._choosing: dict[str, tuple[ReplicaID, int, float]] = {}
 
-    def _load(self, replica: RunningReplica) -> int:
-        rid = replica.replica_id
+    def _work(self, replica: ReplicaID, blocks: tuple[int, ...]) -> int:
+        """What sending this prompt to ``replica`` adds: its unmatched blocks, and decoding."""
+        return (len(blocks) - self.index.match(replica, blocks)) * self.block_bytes + (
+            self.decode_bytes
+        )
+
+    def _waiting(self, replica: ReplicaID) -> int:
         now = time.monotonic()
-        n = sum(1 for r in self._in_flight.values() if r == rid)
-        n += sum(1 for r, t in self._choosing.values() if r == rid and now - t < _CHOOSING_S)
+        n = sum(w for r, w in self._in_flight.values() if r == replica)
+        n += sum(w for r, w, t in self._choosing.values() if r == replica and now - t < _CHOOSING_S)
         return n
-
-    def _note_choice(self, pending: PendingRequest | None, first: RunningReplica) -> None:
-        if pending is not None:
-            now = time.monotonic()
-            stale = [k for k, (_, t) in self._choosing.items() if now - t >= _CHOOSING_S]
-            for k in stale:
-                del self._choosing[k]
-            self._choosing[pending.metadata.internal_request_id] = (first.replica_id, now)
 
     async def choose_replicas(
         self,
         candidate_replicas: list[RunningReplica],
         pending_request: PendingRequest | None = None,
     ) -> list[list[RunningReplica]]:
-        shuffled = random.sample(candidate_replicas, len(candidate_replicas))  # ties: random
-        by_load = sorted(shuffled, key=lambda r: (self._load(r), self.index.size(r.replica_id)))
-        ranks = self._rank(by_load, _blocks(pending_request))
-        if ranks:
-            self._note_choice(pending_request, ranks[0][0])
-        return ranks
-
-    def _rank(
-        self, by_load: list[RunningReplica], blocks: tuple[int, ...]
-    ) -> list[list[RunningReplica]]:
-        if not blocks or not by_load:
-            return [[r] for r in by_load]
-        top, holders = self.index.best([r.replica_id for r in by_load], blocks)
-        if top < self.min_match_blocks:
-            return [[r] for r in by_load]
-        least = self._load(by_load[0])
-        held = set(holders)
-        preferred = [
-            r for r in by_load if r.replica_id in held and self._load(r) - least <= self.imbalance
-        ]
-        if not preferred:
-            return [[r] for r in by_load]
-        rest = [[r] for r in by_load if r not in preferred]
-        return [preferred, *rest]
+        blocks = _blocks(pending_request)
+        shuffled = random.sample(candidate_replicas, len(candidate_replicas))  # ties: chance
+        scored = sorted(
+            (
+                self._waiting(r.replica_id) + self._work(r.replica_id, blocks),
+                self.index.size(r.replica_id),
+                k,
+                r,
+            )
+            for k, r in enumerate(shuffled)
+        )
+        if scored and pending_request is not None:
+            now = time.monotonic()
+            for key in [k for k, (_, _, t) in self._choosing.items() if now - t >= _CHOOSING_S]:
+                del self._choosing[key]
+            best = scored[0][3].replica_id
+            self._choosing[pending_request.metadata.internal_request_id] = (
+                best,
+                self._work(best, blocks),
+                now,
+            )
+        return [[r] for *_, r in scored]
 
     def on_request_routed(
         self, pending_request: PendingRequest, replica_id: ReplicaID, result: ReplicaResult
     ) -> None:
         rid = pending_request.metadata.internal_request_id
         self._choosing.pop(rid, None)
-        self._in_flight[rid] = replica_id
         blocks = _blocks(pending_request)
+        self._in_flight[rid] = (replica_id, self._work(replica_id, blocks))
         if blocks:
-            if self.index.match(replica_id, blocks) >= self.min_match_blocks:
+            if self.index.match(replica_id, blocks):
                 self.routed_by_prefix += 1
             self.index.record(replica_id, blocks)
 
