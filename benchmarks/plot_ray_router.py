@@ -1,6 +1,9 @@
 """Plot a bench_ray_router.py record: docs/img/ray_router_ttft.png.
 
-python benchmarks/plot_ray_router.py benchmarks/results/ray_router_DATE.jsonl [--record N]
+python benchmarks/plot_ray_router.py benchmarks/results/ray_router_DATE.jsonl [--records=-2,-1]
+
+Several records (lines of the file) are merged: a load run alone (``--loads 2``) and another
+(``--loads 8``) make one plot.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from pathlib import Path
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
-    ap.add_argument("--record", type=int, default=-1, help="line of the file (default: last)")
+    ap.add_argument("--records", default="-1", help="lines of the file (default: the last)")
     a = ap.parse_args()
-    record = json.loads(Path(a.results).read_text().splitlines()[a.record])
+    lines = Path(a.results).read_text().splitlines()
+    records = [json.loads(lines[int(i)]) for i in a.records.split(",")]
+    record = {**records[-1], "results": {}}
+    for r in records:
+        record["results"].update(r["results"])
     import matplotlib
 
     matplotlib.use("Agg")
@@ -37,7 +44,10 @@ def main() -> int:
             fontsize=7,
         )
     ax.set_yscale("log")
-    ax.set_xticks(range(len(loads)), [f"{load} of chats" for load in loads])
+    rates = [record["results"][f"{load}/prefix"].get("rate") for load in loads]
+    ax.set_xticks(
+        range(len(loads)), [f"{load} of chats, {rate}/s" for load, rate in zip(loads, rates)]
+    )
     ax.set_ylabel("time to first token, p50 (s)")
     ax.set_title(
         f"2 replicas on 2 Ray nodes, {record['model']}, {record['server_args']}", fontsize=8
