@@ -22,8 +22,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from helpers.ray_cluster import ray_cluster, replica_pids  # the tests' local cluster
-from helpers.servers import free_port
+from helpers.ray_cluster import replica_pids, serve_on_local_cluster  # the tests' local cluster
 
 
 def rss_mib(pid: int) -> float:
@@ -71,7 +70,6 @@ def main() -> int:
         from pyllama.models import demo_model
 
         a.model = demo_model()
-    import ray
     from ray import serve
 
     from pyllama.serve.rayserve import build_app
@@ -86,38 +84,30 @@ def main() -> int:
         "seconds": a.seconds,
         "results": {},
     }
-    with ray_cluster(nodes=a.nodes) as address:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        port = free_port()
-        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
-        url = f"http://127.0.0.1:{port}"
-        try:
-            for n in range(1, a.nodes + 1):
-                config = {
-                    "model": a.model,
-                    "replicas": n,
-                    "resources": {"slot": 1},
-                    "server_args": a.server_args,
-                }
-                serve.run(build_app(config), name="default", route_prefix="/")
-                asyncio.run(load(url, 2, 3, 8))  # warm-up
-                tok, req, wall = asyncio.run(load(url, a.clients, a.seconds, a.tokens))
-                rss = [rss_mib(pid) for pid in replica_pids("pyllama-replica")]
-                res = {
-                    "tokens_per_s": tok / wall,
-                    "requests_per_s": req / wall,
-                    "replica_rss_mib": rss,
-                }
-                record["results"][str(n)] = res
-                print(
-                    f"{n} replica(s): {res['tokens_per_s']:.1f} generated tokens/s, "
-                    f"{res['requests_per_s']:.2f} requests/s, RSS MiB {[round(r) for r in rss]}",
-                    flush=True,
-                )
-                serve.delete("default")
-        finally:
-            serve.shutdown()
-            ray.shutdown()
+    with serve_on_local_cluster(nodes=a.nodes) as url:
+        for n in range(1, a.nodes + 1):
+            config = {
+                "model": a.model,
+                "replicas": n,
+                "resources": {"slot": 1},
+                "server_args": a.server_args,
+            }
+            serve.run(build_app(config), name="default", route_prefix="/")
+            asyncio.run(load(url, 2, 3, 8))  # warm-up
+            tok, req, wall = asyncio.run(load(url, a.clients, a.seconds, a.tokens))
+            rss = [rss_mib(pid) for pid in replica_pids("pyllama-replica")]
+            res = {
+                "tokens_per_s": tok / wall,
+                "requests_per_s": req / wall,
+                "replica_rss_mib": rss,
+            }
+            record["results"][str(n)] = res
+            print(
+                f"{n} replica(s): {res['tokens_per_s']:.1f} generated tokens/s, "
+                f"{res['requests_per_s']:.2f} requests/s, RSS MiB {[round(r) for r in rss]}",
+                flush=True,
+            )
+            serve.delete("default")
     if a.json:
         out = Path(__file__).parent / "results" / f"ray_capacity_{record['date']}.jsonl"
         with out.open("a") as f:

@@ -31,8 +31,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from helpers.ray_cluster import ray_cluster  # the tests' local cluster
-from helpers.servers import free_port
+from helpers.ray_cluster import serve_on_local_cluster  # the tests' local cluster
 
 TOPICS = [
     "harbour bakery", "mountain railway", "city library", "river ferry", "orchard farm",
@@ -141,11 +140,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="GGUF (default: the demo model)")
     ap.add_argument("--loads", default="2,8", help="group counts to run (light,realistic)")
-    ap.add_argument("--rates", default="0.3,1.0", help="chats per second, one per load")
-    ap.add_argument("--requests", type=int, default=40, help="chats per run")
+    ap.add_argument("--rates", default="0.3,0.5", help="chats per second, one per load")
+    ap.add_argument("--requests", type=int, default=80, help="chats per run")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--system-tokens", type=int, default=1000)
-    ap.add_argument("--server-args", default="-c 8192 -np 2 --cache-ram 0")
+    ap.add_argument("--server-args", default="-c 16384 -np 4 --cache-ram 0")
     ap.add_argument("--routers", default="default,prefix")
     ap.add_argument("--json", action="store_true", help="append the record to benchmarks/results")
     a = ap.parse_args()
@@ -153,7 +152,6 @@ def main() -> int:
         from pyllama.models import demo_model
 
         a.model = demo_model()
-    import ray
     from ray import serve
 
     record: dict[str, Any] = {
@@ -167,35 +165,25 @@ def main() -> int:
         "cluster": "2 local Ray nodes x 1 CPU, 2 replicas (-t 1 each)",
         "results": {},
     }
-    with ray_cluster(nodes=2) as address:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        port = free_port()
-        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
-        url = f"http://127.0.0.1:{port}"
-        try:
-            loads = zip(a.loads.split(","), a.rates.split(","))
-            for groups, rate in ((int(g), float(r)) for g, r in loads):
-                for router in a.routers.split(","):
-                    deploy(a.model, router, a.server_args)  # fresh replicas: empty caches
-                    recs = asyncio.run(
-                        workload(url, groups, a.requests, rate, a.system_tokens, a.seed)
-                    )
-                    s = summarize(recs)
-                    record["results"][f"{groups} groups/{router}"] = {
-                        **s,
-                        "rate": rate,
-                        "raw": recs,
-                    }
-                    print(
-                        f"{groups} groups at {rate}/s, {router:8s} router: TTFT p50 {s['ttft_p50_s']:.3f} s"
-                        f" p90 {s['ttft_p90_s']:.3f} s, prefix hits {s['prefix_hit_rate']:.0%},"
-                        f" replicas per group {s['replicas_per_group']:.2f}",
-                        flush=True,
-                    )
-                    serve.delete("default")
-        finally:
-            serve.shutdown()
-            ray.shutdown()
+    with serve_on_local_cluster(nodes=2) as url:
+        loads = zip(a.loads.split(","), a.rates.split(","))
+        for groups, rate in ((int(g), float(r)) for g, r in loads):
+            for router in a.routers.split(","):
+                deploy(a.model, router, a.server_args)  # fresh replicas: empty caches
+                recs = asyncio.run(workload(url, groups, a.requests, rate, a.system_tokens, a.seed))
+                s = summarize(recs)
+                record["results"][f"{groups} groups/{router}"] = {
+                    **s,
+                    "rate": rate,
+                    "raw": recs,
+                }
+                print(
+                    f"{groups} groups at {rate}/s, {router:8s} router: TTFT p50 {s['ttft_p50_s']:.3f} s"
+                    f" p90 {s['ttft_p90_s']:.3f} s, prefix hits {s['prefix_hit_rate']:.0%},"
+                    f" replicas per group {s['replicas_per_group']:.2f}",
+                    flush=True,
+                )
+                serve.delete("default")
     if a.json:
         out = Path(__file__).parent / "results" / f"ray_router_{record['date']}.jsonl"
         with out.open("a") as f:

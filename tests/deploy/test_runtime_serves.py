@@ -5,7 +5,6 @@ completion comes back, and /metrics carries every metric the manifests read."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.servers import start_process, wait_healthy
+from helpers.servers import start_process, stop_process, wait_healthy
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 MODEL_IN_POD = "/mnt/models/model.gguf"
@@ -80,9 +79,4 @@ def test_the_documented_command_serves_the_demo_model(doc_commands, smollm_path)
             assert "llamacpp:requests_deferred" in wanted
             assert wanted - _exported(metrics.text) == set()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from helpers.servers import free_port
 
-__all__ = ["ray_cluster", "ray_processes", "replica_pids"]
+__all__ = ["ray_cluster", "ray_processes", "replica_pids", "serve_on_local_cluster"]
 
 RAY = [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` command of this Python
 _NAMES = ("raylet", "gcs_server", "ray::", "haproxy", "ray/dashboard", "default_worker.py")
@@ -97,3 +97,29 @@ def ray_cluster(nodes: int = 2) -> Iterator[str]:
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
         assert not left, f"processes outlived `ray stop`: {left}"
+
+
+@contextlib.contextmanager
+def serve_on_local_cluster(nodes: int = 2) -> Iterator[str]:
+    """Ray Serve on a ``ray_cluster(nodes)``, its one HTTP proxy on the head; yields its URL."""
+    import warnings
+
+    import ray
+    from ray import serve
+
+    with ray_cluster(nodes=nodes) as address:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        port = free_port()
+        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            serve.shutdown()
+            # ray's client leaves sockets to the garbage collector: collect them here, where
+            # their ResourceWarning is known to be ray's
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ResourceWarning)
+                ray.shutdown()
+                import gc
+
+                gc.collect()

@@ -20,6 +20,7 @@ __all__ = [
     "free_port",
     "running_server",
     "start_process",
+    "stop_process",
     "wait_healthy",
 ]
 
@@ -105,13 +106,18 @@ def running_server(
         yield url
     finally:
         SERVER_PIDS.pop(url, None)
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds; reaped."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def alive(pid: int) -> bool:

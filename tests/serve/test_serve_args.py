@@ -156,7 +156,9 @@ def test_build_app_needs_no_cluster():
         "import ray; from pyllama.serve.rayserve import build_app; "
         f"build_app({{'model': {MODEL!r}, 'replicas': '3'}}); print(ray.is_initialized())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(  # outside the source tree, which has no compiled module
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/"
+    )
     assert out.stdout.split()[-1] == "False"
     app = build_app({"model": MODEL, "replicas": "3", "server_args": "-c 2048 -np 2"})
     assert isinstance(app, Application)
