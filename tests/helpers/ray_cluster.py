@@ -56,7 +56,7 @@ def replica_pids(deployment: str) -> list[int]:
 
 
 def _run(args: list[str], env: dict[str, str]) -> None:
-    r = subprocess.run([*RAY, *args], env=env, capture_output=True, text=True, timeout=180)
+    r = subprocess.run([*RAY, *args], env=env, capture_output=True, text=True, timeout=180, cwd="/")
     if r.returncode != 0:
         raise RuntimeError(f"ray {' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
 
@@ -108,7 +108,15 @@ def serve_on_local_cluster(nodes: int = 2) -> Iterator[str]:
     from ray import serve
 
     with ray_cluster(nodes=nodes) as address:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        # Ray puts the driver's working directory on its workers' sys.path: from a checkout,
+        # `import pyllama` there would find the source tree, which has no compiled module,
+        # instead of the installed package
+        here = os.getcwd()
+        os.chdir("/")
+        try:
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        finally:
+            os.chdir(here)
         port = free_port()
         serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
         try:
