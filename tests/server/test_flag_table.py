@@ -2,7 +2,12 @@
 LLAMA_ARG_* variable, is taken by pyllama-server, except the ones listed in
 flags_pending.txt (issue 20 works through them). The list is kept exact both ways: a
 llama.cpp update that adds an option fails here until pyllama takes it or lists it, and a
-handled option must leave the list."""
+handled option must leave the list.
+
+Taken means one of two things (issue 38): pyllama-server acts on it, and a test carrying
+``@pytest.mark.flag_effect`` shows it, or refuses it at start-up with one line naming it.
+docs/compatibility.md's flag table (ci/flag_table.py writes it) says which, per option, and
+must match the pinned --help, the code and the markers."""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import pytest
 
 from pyllama.server.flags import build_parser
 
+from helpers.flag_markers import flag_effect_tests
+from helpers.flag_table import Row, build_rows, render, table_in_doc
 from helpers.llama_help import server_options
 from helpers.peer import require_peer
 
@@ -54,158 +61,36 @@ def test_help_sections_are_llama_servers() -> None:
     assert wrong == {}
 
 
-# values that make sense for an option's metavar (files exist; see _value)
-VALUES = {
-    "N": "1",
-    "P": "0.5",
-    "M": "0x3",
-    "lo-hi": "0-1",
-    "<0|1>": "1",
-    "<0...100>": "10",
-    "TYPE": "q8_0",
-    "MODE": "auto",
-    "LEVEL": "high",
-    "PORT": "8080",
-}
+@pytest.fixture(scope="module")
+def rows() -> list[Row]:
+    return build_rows(require_peer())
 
 
-def _value(option, tmp: Path) -> list[str]:
-    meta = option.metavar
-    name = next((s for s in option.spellings if s in _SPECIAL), option.spellings[-1])
-    special = {
-        "--rpc": "127.0.0.1:9",
-        "--main-gpu": "0",
-        "--seed": "1",
-        "--json-schema-file": str(tmp / "schema.json"),
-        "--spec-synth-len": "2",
-        "--webui-config": "{}",
-        "--webui-config-file": str(tmp / "ui.json"),
-        "--models-dir": str(tmp),
-        "--slot-prompt-similarity": "0.5",
-        "--sleep-idle-seconds": "10",
-        "--override-kv": "general.name=str:x",
-        "--override-tensor": "exps=CPU",
-        "--override-tensor-draft": "exps=CPU",
-        "--control-vector-layer-range": "1 2",
-        "--numa": "distribute",
-        "--rope-scaling": "yarn",
-        "--log-colors": "on",
-        "--fit": "off",
-        "--fit-target": "512",
-        "--device": "none",
-        "--device-draft": "none",
-        "--spec-draft-device": "none",
-        "--mmproj-device": "none",
-        "--split-mode": "layer",
-        "--tensor-split": "1",
-        "--flash-attn": "auto",
-        "--pooling": "mean",
-        "--reasoning-format": "auto",
-        "--reasoning": "auto",
-        "--reasoning-effort": "high",
-        "--reasoning-budget": "5",
-        "--spec-type": "none",
-        "--hf-repo": "org/model:Q4_0",
-        "--hf-repo-draft": "org/draft:Q4_0",
-        "--docker-repo": "gemma3",
-        "--model-url": "http://127.0.0.1:9/x.gguf",
-        "--mmproj-url": "http://127.0.0.1:9/p.gguf",
-        "--samplers": "top_k;temperature",
-        "--sampler-seq": "kt",
-        "--logit-bias": "15+1",
-        "--grammar": 'root ::= "a"',
-        "--json-schema": "{}",
-        "--chat-template-kwargs": "{}",
-        "--ui-config": "{}",
-        "--lora-scaled": f"{tmp / 'file.gguf'}:0.5",
-        "--control-vector-scaled": f"{tmp / 'file.gguf'}:0.5",
-        "--api-prefix": "/x",
-        "--host": "127.0.0.1",
-        "--cors-origins": "localhost",
-        "--tools": "get_info",
-        "--mcp-servers-json": "{}",
-        "--spec-synth-rates": "0.5",
-        "--dry-sequence-breaker": "none",
-        "--ui-config-file": str(tmp / "ui.json"),
-        "--api-key-file": str(tmp / "keys.txt"),
-        "--models-preset": str(tmp / "presets.ini"),
-    }
-    assert set(special) <= _SPECIAL
-    if name in special:
-        return (
-            special[name].split(" ") if name == "--control-vector-layer-range" else [special[name]]
-        )
-    if not meta:
-        return []
-    if meta in VALUES:
-        return [VALUES[meta]]
-    if meta in ("FNAME", "FILE", "PATH", "DIR", "JINJA_TEMPLATE_FILE") or "FILE" in meta:
-        return (
-            [str(tmp / "file.gguf")]
-            if meta != "DIR" and name not in ("--path", "--media-path")
-            else [str(tmp)]
-        )
-    return ["x"]
+def test_docs_flag_table_is_generated(rows: list[Row]) -> None:
+    """docs/compatibility.md's table is what ci/flag_table.py writes now: the pinned
+    --help, pyllama-server's answers to each spelling, and the tests' markers."""
+    assert table_in_doc() == render(rows), "out of date: run python ci/flag_table.py"
 
 
-_SPECIAL = {
-    "--rpc", "--main-gpu", "--seed", "--json-schema-file", "--spec-synth-len", "--webui-config",
-    "--webui-config-file", "--models-dir", "--slot-prompt-similarity", "--sleep-idle-seconds",
-    "--override-kv", "--override-tensor", "--override-tensor-draft", "--control-vector-layer-range",
-    "--numa", "--rope-scaling", "--log-colors", "--fit", "--fit-target", "--device",
-    "--device-draft", "--spec-draft-device", "--mmproj-device", "--split-mode", "--tensor-split",
-    "--flash-attn", "--pooling", "--reasoning-format", "--reasoning", "--reasoning-effort",
-    "--reasoning-budget", "--spec-type", "--hf-repo", "--hf-repo-draft", "--docker-repo",
-    "--model-url", "--mmproj-url", "--samplers", "--sampler-seq", "--logit-bias", "--grammar",
-    "--json-schema", "--chat-template-kwargs", "--ui-config", "--lora-scaled",
-    "--control-vector-scaled", "--api-prefix", "--host", "--cors-origins", "--tools",
-    "--mcp-servers-json", "--spec-synth-rates", "--dry-sequence-breaker", "--ui-config-file",
-    "--api-key-file", "--models-preset",
-}  # fmt: skip
+def test_no_option_is_taken_without_an_effect_test(rows: list[Row]) -> None:
+    """No third state: an option pyllama-server takes has a test that watches it act."""
+    assert [r.option.spellings[-1] for r in rows if r.unproven] == []
 
 
-def test_every_option_parses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Every spelling of every llama-server option, with a sensible value, is taken:
-    parsed into settings, or refused with a message naming what is wrong (a device, a
-    file, a feature pyllama lacks) -- never "unrecognized arguments"."""
-    from pyllama.server.cli import parse_args
-
-    (tmp_path / "file.gguf").write_bytes(b"GGUF")
-    (tmp_path / "ui.json").write_text("{}")
-    (tmp_path / "keys.txt").write_text("k\n")
-    (tmp_path / "presets.ini").write_text("[m]\nmodel = x.gguf\n")
-    (tmp_path / "schema.json").write_text('{"type": "string"}')
-    refused: dict[str, str] = {}
-    for option in server_options(require_peer()):
-        for spelling in option.spellings:
-            if spelling in ("-h", "--help", "--usage", "--completion-bash", "--version"):
-                continue
-            argv = [spelling, *_value(option, tmp_path)]
-            try:
-                parse_args(argv, environ={})
-            except SystemExit as e:
-                err = capsys.readouterr().err
-                if e.code != 0:
-                    refused[" ".join(argv)] = err.strip().splitlines()[-2] if err else ""
-    # what is refused, and why: each message names its option
-    assert all("unrecognized" not in m and "expected" not in m for m in refused.values()), refused
-    assert sorted({k.split(" ")[0] for k in refused}) == sorted(REFUSED), refused
+def test_refusals_name_the_option(rows: list[Row]) -> None:
+    """A refused option says which one it is, never argparse's "unrecognized"."""
+    bad = {}
+    for row in rows:
+        if row.refused:
+            for argv, why in row.verdict.refused.items():
+                named = any(s in why for s in row.option.spellings)
+                if not named or "unrecognized" in why or "expected" in why:
+                    bad[argv] = why
+    assert bad == {}
 
 
-# refused on purpose, each with a message naming it (see the issue 20 note)
-REFUSED = [
-    # no RPC server answers at the address given
-    "--rpc",
-    # removed from llama.cpp: its error, naming the replacement
-    "--draft",
-    "--draft-n",
-    "--draft-max",
-    "--draft-min",
-    "--draft-n-min",
-    "--spec-ngram-size-n",
-    "--spec-ngram-size-m",
-    "--spec-ngram-min-hits",
-    # synthetic acceptance with no speculative decoder to accept drafts of
-    "--spec-synth-len",
-    "--spec-synth-rates",
-]
+def test_flag_effect_markers_name_llama_server_options() -> None:
+    """A marker's spelling is one llama-server has (a typo would prove nothing)."""
+    spellings = {s for o in server_options(require_peer()) for s in o.spellings}
+    unknown = {s: sorted(t) for s, t in flag_effect_tests().items() if s not in spellings}
+    assert unknown == {}
