@@ -39,6 +39,7 @@ def startup_lines(cmd: list[str]) -> list[str]:
     [["-np", "3"], ["-np", "2", "--embedding", "-b", "512", "-kvu"]],
     ids=["completions", "embeddings"],
 )
+@pytest.mark.flag_effect("--parallel", "--embedding", "--verbose")
 def test_output_rows_and_compute_buffer_match_llama_server(
     smollm_path: str, flags: list[str]
 ) -> None:

@@ -35,6 +35,7 @@ def cors_server(smollm_path):
     "origin",
     ["http://localhost", "http://localhost:8080", "http://127.0.0.1:3000", "http://[::1]:3000"],
 )
+@pytest.mark.flag_effect("--cors-origins")
 def test_localhost_origins_are_reflected(cors_server, origin):
     r = _preflight(cors_server, origin)  # no API key: browsers send none in a preflight
     assert r.status_code == 200
@@ -53,6 +54,7 @@ def test_other_origins_get_no_grant(cors_server, origin):  # item 30
     assert "access-control-allow-credentials" not in r.headers
 
 
+@pytest.mark.flag_effect("--cors-origins", "--api-key")
 def test_listed_origin_on_real_requests(cors_server):
     hdr = {"Origin": "https://app.example", "Authorization": "Bearer k"}
     r = httpx.post(cors_server + "/tokenize", json={"content": "hi"}, headers=hdr, timeout=30)

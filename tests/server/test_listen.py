@@ -23,6 +23,7 @@ def _ipv6_loopback() -> bool:
         return False
 
 
+@pytest.mark.flag_effect("--host", "--api-key")
 def test_several_addresses_and_a_unix_socket(smollm_path, tmp_path):
     sock = str(tmp_path / "pyllama.sock")
     hosts = ["127.0.0.1", sock] + (["::1"] if _ipv6_loopback() else [])
@@ -65,6 +66,7 @@ def test_an_address_that_cannot_be_bound_fails_clearly(smollm_path):
     assert r.returncode != 0 and "192.0.2.1" in r.stderr
 
 
+@pytest.mark.flag_effect("--alias", "--tags")
 def test_aliases_and_tags(smollm_path):
     args = ["-m", smollm_path, "-t", "2", "-c", "1024", "-np", "1"]
     with running_server(*args, "-a", "tiny, fim,code,fim", "--tags", "chat,small") as url:

@@ -35,6 +35,7 @@ def baseline(smollm_path: str) -> str:
         return _greedy(url)
 
 
+@pytest.mark.flag_effect("--rope-freq-base", "--control-vector")
 def test_rope_and_control_vectors_change_what_the_model_says(
     smollm_path: str, baseline: str, tmp_path: Path
 ) -> None:
@@ -69,6 +70,7 @@ def test_placement_options_keep_the_answer(smollm_path: str, baseline: str) -> N
         assert _greedy(url) == baseline
 
 
+@pytest.mark.flag_effect("--override-kv")
 def test_override_kv_changes_what_props_and_tokenize_report(smollm_path: str) -> None:
     """tokenizer.ggml.add_bos_token=bool:true: a BOS now starts every tokenized prompt."""
     with running_server("-m", smollm_path, "-c", "512") as url:
@@ -94,6 +96,7 @@ def _log_of(args: list[str], log: Path) -> str:
     return log.read_text()
 
 
+@pytest.mark.flag_effect("--log-file", "--log-prefix", "--no-warmup")
 def test_log_file_and_warmup_line(smollm_path: str, tmp_path: Path) -> None:
     text = _log_of(["-m", smollm_path, "-c", "512", "--log-prefix"], tmp_path / "a.log")
     assert "I pyllama-server: listening on http://127.0.0.1:" in text
@@ -102,6 +105,7 @@ def test_log_file_and_warmup_line(smollm_path: str, tmp_path: Path) -> None:
     assert "listening on" in text and "warmed up" not in text
 
 
+@pytest.mark.flag_effect("--api-prefix", "--path")
 def test_api_prefix_moves_every_route(smollm_path: str, baseline: str, tmp_path: Path) -> None:
     (tmp_path / "hello.txt").write_text("static hello")
     with running_server(
@@ -122,6 +126,7 @@ def test_api_prefix_moves_every_route(smollm_path: str, baseline: str, tmp_path:
         assert httpx.get(url + "/llm/hello.txt").text == "static hello"
 
 
+@pytest.mark.flag_effect("--reverse-prompt", "--embd-normalize", "--special")
 def test_request_defaults_from_the_command_line(smollm_path: str, baseline: str) -> None:
     """-r becomes the stop of requests without one; --no-cache-prompt the cache_prompt
     default; --embd-normalize the embeddings' norm; -sp writes special tokens."""
@@ -146,6 +151,7 @@ def test_request_defaults_from_the_command_line(smollm_path: str, baseline: str)
             assert r["tokens_predicted"] == 1 and r["content"] == text
 
 
+@pytest.mark.flag_effect("--sse-ping-interval")
 def test_sse_pings_keep_a_quiet_stream_alive(smollm_path: str) -> None:
     """--sse-ping-interval 1: a stream waiting for its slot sends ':' lines meanwhile."""
     with running_server(
@@ -159,6 +165,7 @@ def test_sse_pings_keep_a_quiet_stream_alive(smollm_path: str) -> None:
         assert ":" in lines and lines[-1].startswith("data: ")
 
 
+@pytest.mark.flag_effect("--reuse-port")
 def test_reuse_port_lets_two_servers_share_a_port(smollm_path: str) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

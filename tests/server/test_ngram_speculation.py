@@ -58,6 +58,13 @@ def _copy(url: str, **extra: object) -> dict:
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.flag_effect(
+    "--spec-default",
+    "--spec-ngram-map-k-size-n",
+    "--spec-ngram-map-k4v-size-n",
+    "--spec-ngram-mod-n-match",
+    "--spec-ngram-mod-n-min",
+)
 def test_same_output_and_drafts_as_llama_server(smollm_path: str, plain: list[int], kind: str):
     args = ("-m", smollm_path, *BASE, *KINDS[kind])
     with running_server(*args) as ours, running_peer(*args) as peer:
@@ -70,6 +77,7 @@ def test_same_output_and_drafts_as_llama_server(smollm_path: str, plain: list[in
         assert slot["speculative"] is True
 
 
+@pytest.mark.flag_effect("--spec-default")
 def test_spec_default_changes_no_output(smollm_path: str):
     """Sampled text, a per-request cap, two slots at once: still plain decoding's."""
     sampled = {**COPY, "temperature": 0.8, "top_k": 40, "seed": 7}
@@ -104,6 +112,7 @@ def _lookup_cache(path: Path, records: dict[tuple[int, ...], dict[int, int]]) ->
     return path
 
 
+@pytest.mark.flag_effect("--lookup-cache-static")
 def test_static_lookup_cache(smollm_path: str, plain: list[int], tmp_path: Path):
     """-lcs: its statistics steer ngram-cache's drafts; llama-server drafts alike."""
     # the copy's own bigrams, as a static cache built from this text would hold them
@@ -143,6 +152,7 @@ def _start_fails(*flags: str) -> str:
     ],
     ids=["empty", "truncated", "vocabulary", "count"],
 )
+@pytest.mark.flag_effect("--lookup-cache-dynamic")
 def test_a_malformed_lookup_cache_is_an_error_naming_it(
     smollm_path: str, tmp_path: Path, records: bytes, why: str
 ):

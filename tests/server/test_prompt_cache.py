@@ -26,6 +26,7 @@ def complete(url: str, prompt: str, **kw) -> dict:
 
 
 @pytest.mark.parametrize("cache_ram", ["100", "0"])
+@pytest.mark.flag_effect("--cache-ram")
 def test_idle_slots_go_to_ram_and_come_back(smollm_path, cache_ram):
     # without prefix sharing: it would copy the long prompt from slot 0 when it stays
     # (cache_ram 0); test_an_idle_slot_shares_without_the_ram_cache checks that

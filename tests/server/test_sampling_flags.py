@@ -23,6 +23,7 @@ def _complete(url: str, **fields: object) -> dict:
     return r.json()
 
 
+@pytest.mark.flag_effect("--top-k")
 def test_top_k_1_makes_every_request_greedy(smollm_path: str) -> None:
     with running_server(
         "-m", smollm_path, "-c", "1024", "-np", "1", "--top-k", "1", "--temp", "1.5"
@@ -38,6 +39,7 @@ def test_top_k_1_makes_every_request_greedy(smollm_path: str) -> None:
         assert params["top_k"] == 1 and params["temperature"] == pytest.approx(1.5)
 
 
+@pytest.mark.flag_effect("--grammar-file", "--logit-bias")
 def test_grammar_file_and_logit_bias_defaults(smollm_path: str, tmp_path: Path) -> None:
     grammar = tmp_path / "yes.gbnf"
     grammar.write_text('root ::= "yes" | "no"\n')

@@ -48,6 +48,7 @@ def sleepy(smollm_path):
 BODY = {"prompt": "The capital of France is", "n_predict": 12, "temperature": 0, "ignore_eos": True}
 
 
+@pytest.mark.flag_effect("--sleep-idle-seconds", "--alias", "--api-key")
 def test_sleep_frees_memory_and_a_request_wakes_it(sleepy):
     awake = http.post(sleepy + "/completion", json=BODY, headers=KEY, timeout=60).json()
     rss_awake = _rss_mib(sleepy)
@@ -108,6 +109,7 @@ def test_model_routes_wake_it(sleepy, path, body):
     assert not _sleeping(sleepy)
 
 
+@pytest.mark.flag_effect("--metrics")
 def test_metrics_survive_sleep_and_rates_cover_the_last_window(sleepy):
     http.post(sleepy + "/completion", json=BODY, headers=KEY, timeout=60)
     predicted = _metric(sleepy, "tokens_predicted_total")

@@ -27,6 +27,7 @@ def drafting(smollm_path: str) -> Iterator[str]:
         yield u
 
 
+@pytest.mark.flag_effect("--model-draft", "--spec-draft-n-max")
 def test_a_draft_model_keeps_the_output_and_reports_its_counts(drafting):
     plain = http.post(drafting + "/completion", json={**GREEDY, "speculative.n_max": 0}).json()
     assert "draft_n" not in plain["timings"]  # nothing drafted for this request
