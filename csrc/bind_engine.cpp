@@ -148,6 +148,10 @@ void register_engine(py::module_ & m) {
         .def_readwrite("embd_normalize", &TaskParams::embd_normalize)
         .def_readwrite("lora_scales", &TaskParams::lora_scales)
         .def_readwrite("n_cache_reuse", &TaskParams::n_cache_reuse)
+        .def_readwrite("n_keep", &TaskParams::n_keep,
+                       "context shift: prompt tokens kept; -1 the whole prompt, -2 the engine's")
+        .def_readwrite("n_discard", &TaskParams::n_discard,
+                       "context shift: tokens dropped after n_keep; 0 half of what follows")
         .def_readwrite("spec_n_max", &TaskParams::spec_n_max)
         .def_readwrite("spec_n_min", &TaskParams::spec_n_min)
         .def_readwrite("spec_p_min", &TaskParams::spec_p_min)

@@ -963,6 +963,22 @@ class TaskParams:
     def n_cmpl(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
+    def n_discard(self) -> int:
+        """
+        context shift: tokens dropped after n_keep; 0 half of what follows
+        """
+    @n_discard.setter
+    def n_discard(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_keep(self) -> int:
+        """
+        context shift: prompt tokens kept; -1 the whole prompt, -2 the engine's
+        """
+    @n_keep.setter
+    def n_keep(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def n_predict(self) -> int:
         ...
     @n_predict.setter

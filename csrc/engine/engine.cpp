@@ -34,7 +34,7 @@ const char * stop_reason_name(StopReason r) {
 Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(std::move(model)), params_(p) {
     if (p.n_parallel < 1) throw std::invalid_argument("n_parallel must be >= 1");
     if (p.max_queue < 0) throw std::invalid_argument("max_queue must be >= 0");
-    if (p.n_keep < 0) throw std::invalid_argument("n_keep must be >= 0");
+    if (p.n_keep < -1) throw std::invalid_argument("n_keep must be >= -1 (-1: the whole prompt)");
     ContextParams cp = p.ctx;
     cp.n_seq_max = static_cast<uint32_t>(p.n_parallel);
     embeddings_ = cp.embeddings;

@@ -12,9 +12,16 @@
 namespace pyllama::engine {
 
 void Engine::context_shift(Slot & s) {
+    // llama-server's arithmetic (server-context.cpp, pre_decode), so the same text survives
+    const auto & tp = s.task->params;
+    const int32_t keep = tp.n_keep == -2 ? params_.n_keep : tp.n_keep;
     const auto n_past = static_cast<int32_t>(s.n_past);
-    const int32_t n_keep = std::min(params_.n_keep, n_past);
-    const int32_t n_discard = (n_past - n_keep) / 2;
+    int32_t n_keep = keep < 0 ? static_cast<int32_t>(s.prompt().size()) : keep;
+    if (llama_vocab_get_add_bos(model_->vocab())) n_keep += 1;
+    n_keep = std::min({n_ctx_slot_ - 4, n_keep, n_past});
+    const int32_t n_left = n_past - n_keep;
+    int32_t n_discard = tp.n_discard ? tp.n_discard : n_left / 2;
+    n_discard = std::clamp(n_discard, 0, std::max(0, n_left - 1));
     if (n_discard <= 0 || !ctx_->can_shift()) {
         finish(s, StopReason::Context);
         return;

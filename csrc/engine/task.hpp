@@ -36,6 +36,10 @@ struct TaskParams {
     int32_t embd_normalize = 2;       // embeddings: -1 none, 0 max-abs, 2 euclidean, p>2 p-norm
     std::vector<float> lora_scales;   // one per loaded adapter; empty: the engine's defaults
     int32_t n_cache_reuse = 0;        // min chunk reused by KV shifting past the common prefix; 0: off
+    // context shift (llama-server's n_keep / n_discard): prompt tokens kept, -1 the whole prompt,
+    // -2 the engine's --keep; tokens dropped after them, 0 half of what follows
+    int32_t n_keep = -2;
+    int32_t n_discard = 0;
     int32_t spec_n_max = -1;          // draft tokens per step; -1: the engine's, 0: no drafting
     int32_t spec_n_min = -1;          // fewer drafted tokens are dropped; -1: the engine's
     float spec_p_min = -1.0f;         // draft confidence to go on drafting; < 0: the engine's

@@ -161,7 +161,7 @@ class ServerState:
             max_queue=s.max_queue,
             slot_prompt_similarity=s.slot_prompt_similarity,
             context_shift=s.context_shift,
-            n_keep=max(0, s.n_keep),
+            n_keep=s.n_keep,
             lora=s.lora,
             draft_model=draft,
             spec_n_max=s.spec_draft_n_max,

@@ -223,6 +223,9 @@ def make_tasks(
         if req.t_max_predict_ms:
             t.t_max_predict_ms = req.t_max_predict_ms
         t.n_cache_reuse = req.n_cache_reuse if req.n_cache_reuse is not None else s.cache_reuse
+        if req.n_keep is not None:  # else --keep (the engine's)
+            t.n_keep = req.n_keep
+        t.n_discard = req.n_discard or 0
         if req.spec_n_max is not None:
             t.spec_n_max = req.spec_n_max
         if req.spec_n_min is not None:
