@@ -107,6 +107,7 @@ def rerank_server(rerank_path: str):
         yield url
 
 
+@pytest.mark.flag_effect("--reranking")
 def test_rerank_scores_are_the_models(rerank_server: str, rerank_path: str):
     r = http.post(
         rerank_server + "/v1/rerank", json={"query": "cats", "documents": DOCS, "top_n": 2}

@@ -38,6 +38,7 @@ def router(models_dir):
         yield url
 
 
+@pytest.mark.flag_effect("--models-dir", "--models-max", "--api-key")
 def test_lists_models_and_serves_them_through_children(router):
     status = statuses(router)  # beside these, the models in pyllama's cache
     assert status["smol-a"] == status["nested"] == "unloaded"
@@ -62,6 +63,7 @@ def test_lists_models_and_serves_them_through_children(router):
     assert "llamacpp:tokens_predicted_total" in metrics.text
 
 
+@pytest.mark.flag_effect("--models-max")
 def test_models_max_evicts_the_least_recently_used(router):
     http.post(
         router + "/completion",
@@ -93,6 +95,7 @@ def test_bad_requests(router):
     assert r.status_code == 404
 
 
+@pytest.mark.flag_effect("--no-models-autoload")
 def test_no_autoload_load_and_unload(models_dir):
     args = ["--models-dir", str(models_dir), "--no-models-autoload", "-t", "2", "-c", "1024"]
     with running_server(*args, "-np", "1") as url:
@@ -110,6 +113,7 @@ def test_no_autoload_load_and_unload(models_dir):
         assert r.status_code == 400 and "already running" in r.text
 
 
+@pytest.mark.flag_effect("--models-preset")
 def test_preset_sets_per_model_flags_and_reloads(smollm_path, tmp_path):
     ini = tmp_path / "models.ini"
     ini.write_text(

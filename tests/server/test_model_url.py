@@ -47,6 +47,7 @@ def _answers(url: str) -> str:
     return r.json()["content"]
 
 
+@pytest.mark.flag_effect("--model-url")
 def test_into_the_cache_then_offline(
     files: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

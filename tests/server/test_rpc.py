@@ -75,6 +75,7 @@ def two_rpc_servers() -> Iterator[list[str]]:
         yield [a, b]
 
 
+@pytest.mark.flag_effect("--rpc", "--list-devices")
 def test_list_devices_shows_each_servers_device(two_rpc_servers):
     a, b = two_rpc_servers
     r = _run("--rpc", f"{a},{b}", "--list-devices")
@@ -85,6 +86,7 @@ def test_list_devices_shows_each_servers_device(two_rpc_servers):
     assert lines[2].startswith(f"  RPC1: {b} (")
 
 
+@pytest.mark.flag_effect("--rpc")
 def test_a_model_split_over_two_rpc_servers_answers_as_one_process(smollm_path, two_rpc_servers):
     base = ("-m", smollm_path, "-t", "1", "-np", "1", "-c", "512")
     with running_server(*base) as url:

@@ -279,6 +279,7 @@ def test_embeddings_endpoints():
         assert r.status_code == 500 and "logits" in r.json()["error"]["message"]
 
 
+@pytest.mark.flag_effect("--slot-save-path")
 def test_slot_save_restore_erase(smollm_path, tmp_path):  # item 21
     args = ["-m", smollm_path, "-t", "2", "-c", "2048", "-np", "2"]
     with running_server(*args, "--slot-save-path", str(tmp_path)) as url:

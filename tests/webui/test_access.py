@@ -38,6 +38,7 @@ def _enter_key(page, key: str) -> None:
     page.find("#key-ok").click()
 
 
+@pytest.mark.flag_effect("--webui-config", "--api-key")
 def test_the_page_asks_for_the_key_and_sends_it(page_of, key_server: str) -> None:
     page = page_of(key_server)
     page.driver.get(key_server + "/health")
