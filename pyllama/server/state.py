@@ -16,6 +16,7 @@ from typing import Any
 from pyllama import _core
 from pyllama.chat import CHATML, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
+from pyllama.ftype import ftype_name
 from pyllama.llama.options import POOLING_TYPES as POOLING
 from pyllama.model_file import check_model_file, load_failure, quiet_load
 from pyllama.server import speculative as spec
@@ -201,6 +202,7 @@ class ServerState:
             "n_embd": model.n_embd,
             "n_params": model.n_params,
             "size": model.size,
+            "ftype": ftype_name(model),  # /props model_ftype
         }
         # llama.cpp's count (layers and output) of what went to GPU/RPC devices
         self.offload = (model.offloaded_layers, model.offloadable_layers)

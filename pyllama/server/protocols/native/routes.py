@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pyllama import _core, hardware
+from pyllama.chat import BuiltinTemplate
 from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse
@@ -26,6 +27,7 @@ from pyllama.server.protocols.native.schemas import (
     TemplateRequest,
     TokenizeRequest,
 )
+from pyllama.server.protocols.native.template_caps import template_caps
 from pyllama.server.state import ServerState
 from pyllama.server.streams import sse_reply
 
@@ -291,31 +293,64 @@ async def health(request: Request) -> Response:
     return json_response({"status": "ok"})
 
 
+def _default_params(state: ServerState) -> dict[str, Any]:
+    """/props ``default_generation_settings.params``: the defaults a /completion request
+    runs with. A raw completion parses no chat (llama-server's "Content-only" format, no
+    reasoning split, no generation prompt), and pyllama samples on the host."""
+    params = generation_settings(state)
+    params.update(
+        {
+            "chat_format": "Content-only",
+            "reasoning_format": "none",
+            "reasoning_in_content": False,
+            "generation_prompt": "",
+            "backend_sampling": False,
+        }
+    )
+    if state.engine is not None:  # the adapters' default scales (asleep: not known)
+        scales = state.engine.engine.lora_scales()
+        params["lora"] = [{"id": i, "scale": x} for i, x in enumerate(scales)]
+    return params
+
+
 async def props(request: Request) -> Response:
     state = _state(request)
     state.check()  # answered while asleep, from what the state keeps
     assert state.template is not None
-    return json_response(
+    s = state.settings
+    out: dict[str, Any] = {
+        "default_generation_settings": {
+            "id": 0,
+            "id_task": -1,
+            "n_ctx": state.n_ctx_slot,
+            "speculative": state.speculative,
+            "is_processing": False,
+            "params": _default_params(state),
+        },
+        "total_slots": state.n_parallel,
+        "model_alias": state.model_name,
+        "model_path": state.model_path,
+        "modalities": state.modalities,
+        "media_marker": state.media_marker,
+        "endpoint_slots": s.slots,
+        "endpoint_props": s.props,
+        "endpoint_metrics": s.metrics,
+        "ui": s.webui,
+        "ui_settings": s.ui_config or {},
+        "chat_template": state.template.source,
+        "bos_token": state.bos_text,
+        "eos_token": state.eos_text,
+        "build_info": "pyllama",
+        "is_sleeping": state.sleeping,
+        "cors_proxy_enabled": s.ui_mcp_proxy,
+    }
+    ftype = state.info.get("ftype")
+    if ftype is not None:
+        out["model_ftype"] = ftype
+    if not isinstance(state.template, BuiltinTemplate):  # llama.cpp's named formats: no Jinja
+        out["chat_template_caps"] = await asyncio.to_thread(template_caps, state.template.source)
+    out.update(
         {
-            "default_generation_settings": {
-                "id": 0,
-                "id_task": -1,
-                "n_ctx": state.n_ctx_slot,
-                "speculative": state.speculative,
-                "is_processing": False,
-                "params": generation_settings(state),
-            },
-            "total_slots": state.n_parallel,
-            "model_alias": state.model_name,
-            "model_path": state.model_path,
-            "modalities": state.modalities,
-            "media_marker": state.media_marker,
-            "ui_settings": state.settings.ui_config or {},
-            "chat_template": state.template.source,
-            "bos_token": state.bos_text,
-            "eos_token": state.eos_text,
-            "build_info": "pyllama",
-            "is_sleeping": state.sleeping,
             # pyllama's: where the model runs (ggml devices, the CPU variant picked at import)
             "devices": [
                 {"name": d.name, "description": d.description, "type": d.type}
@@ -326,6 +361,7 @@ async def props(request: Request) -> Response:
             "offloadable_layers": state.offload[1],
         }
     )
+    return json_response(out)
 
 
 async def set_props(request: Request) -> Response:
