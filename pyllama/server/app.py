@@ -25,6 +25,7 @@ from pyllama.server.http.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMi
 from pyllama.server.http.cors import CorsMiddleware
 from pyllama.server.http.errors import APIError, error_response, handle_api_error, handle_http_error
 from pyllama.server.http.header_case import title_case_protocol
+from pyllama.server.http.io_timeout import with_io_timeout
 from pyllama.server.http.listen import bind_all, split_hosts
 from pyllama.server.http.openapi import ROUTES as OPENAPI_ROUTES
 from pyllama.server.http.prefix import PrefixMiddleware
@@ -202,7 +203,7 @@ def serve(settings: Settings) -> int:
             sock.close()
         return _fail(str(e))
     config: dict[str, Any] = {
-        "http": title_case_protocol(),
+        "http": with_io_timeout(title_case_protocol(), settings.timeout_s),
         "log_level": "info" if settings.verbose else "warning",
         "timeout_keep_alive": 30,
     }

@@ -163,6 +163,8 @@ def parse_args(
     for name in ("n_ubatch", "n_batch"):
         if getattr(a, name) < 1:
             parser.error(f"--{name[2:]}-size must be >= 1")
+    if a.timeout_s <= 0:
+        parser.error("-to/--timeout must be > 0 seconds")
     if a.n_keep < -1:
         parser.error("--keep must be >= -1")
     if a.cache_ram < -1:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pyllama import _core
-from pyllama.chat import CHATML, ChatTemplate, make_template
+from pyllama.chat import CHATML, BuiltinTemplate, ChatTemplate, make_template
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.ftype import ftype_name
 from pyllama.llama.options import POOLING_TYPES as POOLING
@@ -30,6 +30,7 @@ from pyllama.server.load_params import (
     process_options,
 )
 from pyllama.server.media.content import MediaRules, media_marker
+from pyllama.server.media.video import VideoOptions, find_tools
 from pyllama.server.model_source import draft_path, model_path
 from pyllama.server.ops.latency import RequestTimings
 from pyllama.server.ops.metrics import MetricsBook
@@ -180,21 +181,23 @@ class ServerState:
         if core.warmup_ms >= 0:
             log.info("warmed up the model with an empty run in %.0f ms", core.warmup_ms)
         source = s.chat_template or model.chat_template() or CHATML
-        self.template = make_template(
-            source,
-            bos_token=self._special(model, model.token_bos),
-            eos_token=self._special(model, model.token_eos),
-        )
+        bos, eos = self._special(model, model.token_bos), self._special(model, model.token_eos)
+        if s.jinja:
+            self.template = make_template(source, bos_token=bos, eos_token=eos)
+        else:  # --no-jinja: llama.cpp's formats, picked from the template text as llama-server
+            self.template = BuiltinTemplate(source, bos_token=bos, eos_token=eos)
         if self._lora_scales is not None:
             core.set_lora_scales(self._lora_scales)
         self.model = model
         self.projector = projector
         self.speculative = drafting or ngram is not None
-        # llama-server's /props "modalities" (no video: it needs ffmpeg); kept while asleep
+        # llama-server's /props "modalities"; kept while asleep. Video: vision, and ffmpeg
+        # and ffprobe found (llama-server reports vision alone, then fails at the request)
+        vision = bool(projector and projector.vision)
         self.modalities = {
-            "vision": bool(projector and projector.vision),
+            "vision": vision,
             "audio": bool(projector and projector.audio),
-            "video": False,
+            "video": vision and find_tools(self.settings.video_ffmpeg_dir) is not None,
         }
         self.info = {
             "n_vocab": model.n_vocab,
@@ -270,7 +273,12 @@ class ServerState:
             marker=self.media_marker,
             media_path=s.media_path,
             allow_private=s.media_allow_private,
+            video=self._video_options() if p and p.vision else None,
         )
+
+    def _video_options(self) -> VideoOptions:
+        s = self.settings
+        return VideoOptions(s.video_fps, s.video_timestamp_interval_ms, s.video_ffmpeg_dir)
 
     @staticmethod
     def _special(model: _core.Model, token: int) -> str:

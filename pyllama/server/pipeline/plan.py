@@ -137,6 +137,11 @@ def plan_chat(
     grammar: str | None = None
     triggers: list[str] = []
     render_tools = None
+    if not state.settings.jinja:  # llama-server's words: tools need a Jinja template
+        if tools:
+            raise APIError(400, "tools param requires --jinja flag")
+        if tool_choice not in (None, "auto"):
+            raise APIError(400, "tool_choice param requires --jinja flag")
     if tools:
         try:
             functions = validate_tools(tools)
