@@ -54,9 +54,17 @@ def describe_validation(e: ValidationError) -> str:
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    """The body as a JSON object: 415 for another content type, 400 if it is not one."""
+    """The body as a JSON object, 400 if it is not one.
+
+    The body is read as JSON whatever its Content-Type, as llama-server reads it (``curl
+    -d`` sends ``application/x-www-form-urlencoded``), except from a browser: a request
+    with an ``Origin`` header and a type a page may post cross-site without a CORS
+    preflight (a form, ``text/plain``) gets 415, so no web page can drive the server
+    through a form post. Browsers send ``Origin`` with every cross-site POST; a
+    JSON-typed one needs a preflight, which CORS answers."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+    json_typed = ctype == "application/json" or ctype.endswith("+json")
+    if ctype and not json_typed and "origin" in request.headers:
         raise APIError(415, f"expected Content-Type application/json, got '{ctype}'")
     body = await request.body()
     try:
