@@ -1,11 +1,17 @@
 """Speech to text: ``POST /v1/audio/transcriptions`` (and ``/audio/transcriptions``),
 OpenAI's multipart upload answered by an audio-capable model, as llama-server does it
 (``convert_transcriptions_to_chatcmpl``): one user turn "Transcribe audio to text" (or the
-request's ``prompt``), the language appended, the audio after it, then a chat turn."""
+request's ``prompt``), the language appended, the audio after it, then a chat turn.
+
+``stream=true`` answers as llama-server's ``TASK_RESPONSE_TYPE_OAI_ASR`` stream does: one
+``data: {"type": "transcript.text.delta", "delta": ...}`` event per generated token (its
+raw text, possibly empty), then ``{"type": "transcript.text.done", "text", "usage"}`` with
+the whole parsed text, then ``data: [DONE]``."""
 
 from __future__ import annotations
 
 import base64
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
@@ -13,9 +19,11 @@ from starlette.responses import Response
 
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.multipart import Form, read_form
-from pyllama.server.http.wire import json_response
-from pyllama.server.pipeline.turn import ChatCall, sampling_from, start_chat
+from pyllama.server.http.wire import json_response, sse
+from pyllama.server.pipeline import results
+from pyllama.server.pipeline.turn import ChatCall, ChatTurn, sampling_from, start_chat
 from pyllama.server.state import ServerState
+from pyllama.server.streams import sse_reply
 
 __all__ = ["ROUTES"]
 
@@ -36,8 +44,8 @@ def _number(form: Form, name: str, kind: type) -> Any:
         raise APIError(400, f"'{name}' must be a number, got '{value}'") from e
 
 
-def _call(state: ServerState, form: Form) -> tuple[ChatCall, str, str]:
-    """The chat call, the response format and the language."""
+def _call(state: ServerState, form: Form) -> tuple[ChatCall, str, str, bool]:
+    """The chat call, the response format, the language and whether to stream."""
     unknown = sorted((set(form.fields) | set(form.files)) - _KNOWN - set(_NUMBERS))
     if unknown:  # timestamp_granularities[], include[], chunking_strategy ...
         raise APIError(400, f"unsupported transcription field(s): {', '.join(unknown)}")
@@ -49,8 +57,11 @@ def _call(state: ServerState, form: Form) -> tuple[ChatCall, str, str]:
         raise APIError(
             400, f"response_format '{fmt}' is not supported: one of {', '.join(FORMATS)}"
         )
-    if (form.get("stream") or "false").lower() == "true":
-        raise APIError(400, "streamed transcriptions are not supported")
+    stream = (form.get("stream") or "false").lower()
+    if stream not in ("true", "false"):
+        raise APIError(400, f"'stream' must be true or false, got '{form.get('stream')}'")
+    if stream == "true" and fmt != "json":  # the events have one shape, llama-server's
+        raise APIError(400, f"response_format '{fmt}' cannot be streamed: only 'json' can")
     language = form.get("language") or ""
     prompt = form.get("prompt") or ASR_PROMPT
     if language:
@@ -67,7 +78,34 @@ def _call(state: ServerState, form: Form) -> tuple[ChatCall, str, str]:
         sampling=sampling,
         n_predict=-1 if max_tokens is None else max_tokens,
     )
-    return call, fmt, language
+    return call, fmt, language, stream == "true"
+
+
+def _usage(final: Any) -> dict[str, Any]:
+    return {
+        "type": "tokens",
+        "input_tokens": final.n_prompt,
+        "output_tokens": final.n_predicted,
+        "total_tokens": final.n_prompt + final.n_predicted,
+        "input_tokens_details": {"cached_tokens": final.n_cached},
+    }
+
+
+def _done(text: str, final: Any) -> dict[str, Any]:
+    return {"type": "transcript.text.done", "text": text, "usage": _usage(final)}
+
+
+async def _stream(turn: ChatTurn) -> AsyncIterator[bytes]:
+    pieces: list[bytes] = []
+    async for _, ev in results.merged(turn.streams):
+        if ev.type == "token":
+            pieces.append(ev.text)
+            delta = ev.text.decode("utf-8", errors="replace")
+            yield sse({"type": "transcript.text.delta", "delta": delta})
+        else:
+            message, _ = turn.plan.message(b"".join(pieces).decode("utf-8", errors="replace"))
+            yield sse(_done(message.get("content") or "", ev))
+    yield b"data: [DONE]\n\n"
 
 
 async def transcriptions(request: Request) -> Response:
@@ -75,26 +113,22 @@ async def transcriptions(request: Request) -> Response:
     state.require()
     if not state.modalities["audio"]:
         raise APIError(400, "The current model does not support audio input.")
-    call, fmt, language = _call(state, await read_form(request))
+    call, fmt, language, stream = _call(state, await read_form(request))
     turn = await start_chat(state, call)
+    if stream:
+        return sse_reply(request, _stream(turn), ping_s=state.settings.sse_ping_interval)
     reply = (await turn.replies(request.receive))[0]
     final = reply.final
     text = reply.content
     if fmt == "text":
         return Response(text, media_type="text/plain; charset=utf-8")
-    usage = {
-        "type": "tokens",
-        "input_tokens": final.n_prompt,
-        "output_tokens": final.n_predicted,
-        "total_tokens": final.n_prompt + final.n_predicted,
-        "input_tokens_details": {"cached_tokens": final.n_cached},
-    }
+    usage = _usage(final)
     if fmt == "verbose_json":  # no segments or words: the model gives no timestamps
         assert turn.plan.media is not None
         seconds = turn.plan.media.seconds[0]
         body = {"task": "transcribe", "language": language, "duration": seconds, "text": text}
         return json_response({**body, "usage": usage})
-    return json_response({"type": "transcript.text.done", "text": text, "usage": usage})
+    return json_response(_done(text, final))
 
 
 ROUTES: list[tuple[str, Any, list[str]]] = [
