@@ -204,6 +204,9 @@ class Settings:
     mtmd_batch_max_tokens: int = 1024
     media_path: str | None = None  # directory for file:// media URLs; None: refused
     media_allow_private: bool = False  # http(s) media URLs to private addresses (pyllama's)
+    video_fps: float = 4.0  # --video-fps: frames a second read from a video (<= 0: its own)
+    video_timestamp_interval_ms: int = 5000  # --video-timestamp-interval (<= 0: no timestamps)
+    video_ffmpeg_dir: str | None = None  # --video-ffmpeg-dir: ffmpeg and ffprobe; None: PATH
     spec_draft_n_max: int = 3
     spec_draft_n_min: int = 0
     spec_draft_p_min: float = 0.0

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 
 from pyllama.server.flags.paths import is_dir, read_text
 from pyllama.server.flags.table import FlagTable, env_bool
@@ -154,7 +156,8 @@ def add_http_flags(t: FlagTable) -> None:
         default=4.0,
         env="LLAMA_ARG_VIDEO_FPS",
         metavar="N",
-        help="video frame rate (pyllama reads no video: it needs ffmpeg)",
+        help="target video frame rate (default: 4.0; <= 0: the video's own); videos are "
+        "decoded with ffmpeg",
     )
     flag(
         "--video-timestamp-interval",
@@ -162,13 +165,13 @@ def add_http_flags(t: FlagTable) -> None:
         default=5000,
         env="LLAMA_ARG_VIDEO_TIMESTAMP_INTERVAL",
         metavar="N",
-        help="see --video-fps",
+        help="interval in milliseconds between text timestamps (default: 5000; <= 0: none)",
     )
     flag(
         "--video-ffmpeg-dir",
         env="LLAMA_ARG_VIDEO_FFMPEG_DIR",
         metavar="DIR",
-        help="see --video-fps",
+        help="path to the directory containing ffmpeg and ffprobe (default: search in PATH)",
     )
 
 
@@ -201,6 +204,23 @@ def _ui_config(a: argparse.Namespace) -> dict[str, object] | None:
     return value
 
 
+def _program(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _video_flags(a: argparse.Namespace) -> None:
+    if not math.isfinite(a.video_fps):
+        raise ValueError(f"--video-fps must be a finite number, got {a.video_fps}")
+    d = a.video_ffmpeg_dir
+    if d is None:
+        return
+    if not is_dir(d):
+        raise ValueError(f"--video-ffmpeg-dir: not a directory: {d}")
+    missing = [n for n in ("ffmpeg", "ffprobe") if not _program(os.path.join(d, n))]
+    if missing:
+        raise ValueError(f"--video-ffmpeg-dir: no {' and no '.join(missing)} program in {d}")
+
+
 def http_options(a: argparse.Namespace) -> dict[str, object]:
     """Settings fields; ValueError names a bad option."""
     prefix = a.api_prefix.rstrip("/")
@@ -208,8 +228,7 @@ def http_options(a: argparse.Namespace) -> dict[str, object]:
         raise ValueError(f"--api-prefix must start with '/', got '{a.api_prefix}'")
     if a.static_path is not None and not is_dir(a.static_path):
         raise ValueError(f"--path: not a directory: {a.static_path}")
-    if a.video_ffmpeg_dir is not None and not is_dir(a.video_ffmpeg_dir):
-        raise ValueError(f"--video-ffmpeg-dir: not a directory: {a.video_ffmpeg_dir}")
+    _video_flags(a)
     if a.reasoning_budget < -1:
         raise ValueError("--reasoning-budget: invalid value (-1, 0 or more)")
     if a.kv_unified_per_slot is not None and a.kv_unified_per_slot < 1:
@@ -241,4 +260,7 @@ def http_options(a: argparse.Namespace) -> dict[str, object]:
         "log_prompts_dir": a.log_prompts_dir,
         "template_kwarg_defaults": kwargs,
         "escape": escape,
+        "video_fps": a.video_fps,
+        "video_timestamp_interval_ms": a.video_timestamp_interval,
+        "video_ffmpeg_dir": a.video_ffmpeg_dir,
     }

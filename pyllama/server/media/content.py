@@ -1,9 +1,11 @@
 """OpenAI-shaped messages with media parts to messages with media markers, and the
 media's bytes in order (llama-server's ``oaicompat_content_load_media``): each
-``image_url``, ``input_audio`` part becomes ``{"type": "media_marker", "text": marker}``,
-which the chat template sees as text. Every protocol translates its own media parts to
-these OpenAI ones first (Anthropic ``image``, Responses ``input_image``, Ollama
-``images``)."""
+``image_url``, ``input_audio``, ``input_video`` (or ``video_url``) part becomes
+``{"type": "media_marker", "text": marker}``, which the chat template sees as text. What
+the bytes are decides how they are read, as in llama.cpp (``sniff``): a video, whatever
+its part, becomes ``Video:`` and one marker per frame with timestamps between (``video``).
+Every protocol translates its own media parts to these OpenAI ones first (Anthropic
+``image``, Responses ``input_image``, Ollama ``images``)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyllama.server.http.errors import APIError
-from pyllama.server.media import sources
+from pyllama.server.media import sniff, sources, video
 
 __all__ = [
     "MEDIA_PARTS",
@@ -50,6 +52,7 @@ class MediaRules:
     marker: str = "<__media__>"
     media_path: str | None = None
     allow_private: bool = False
+    video: video.VideoOptions | None = None  # None: no video (a model without vision)
 
 
 def unsupported(kind: str) -> APIError:
@@ -89,6 +92,18 @@ def _url(part: Mapping[str, Any], key: str, inner: tuple[str, ...]) -> Any:
     raise APIError(400, f"'{key}' needs {' or '.join(repr(n) for n in inner)}")
 
 
+async def _read(data: bytes, rules: MediaRules, index: int) -> tuple[str, list[bytes]]:
+    """(the text for one medium, its files): a video's frames, a WebP's still frame, or
+    the bytes as they are for the projector (images, audio, and what it will refuse)."""
+    if rules.video is not None:  # a model with vision
+        what = sniff.kind(data)
+        if what == "webp":
+            return rules.marker, [await video.still(data, rules.video, index)]
+        if what == "other":
+            return await video.video_prompt(data, rules.video, rules.marker, index)
+    return rules.marker, [data]
+
+
 async def take_media(messages: Any, rules: MediaRules) -> tuple[Any, list[bytes]]:
     """(messages with markers, the media bytes in marker order). Messages that hold no
     media come back as they are."""
@@ -96,6 +111,7 @@ async def take_media(messages: Any, rules: MediaRules) -> tuple[Any, list[bytes]
         return messages, []
     files: list[bytes] = []
     out = []
+    n_media = 0
     for m in messages:
         content = m.get("content") if isinstance(m, Mapping) else None
         if not isinstance(content, list):
@@ -117,12 +133,15 @@ async def take_media(messages: Any, rules: MediaRules) -> tuple[Any, list[bytes]
                     raise unsupported("audio")
                 url = _url(p, "input_audio", ("data", "url"))
             else:
-                raise unsupported("video")
-            files.append(
-                await sources.load(
-                    url, media_path=rules.media_path, allow_private=rules.allow_private
-                )
+                if rules.video is None:
+                    raise unsupported("video")
+                url = _url(p, kind, ("data", "url"))
+            data = await sources.load(
+                url, media_path=rules.media_path, allow_private=rules.allow_private
             )
-            parts.append({"type": "media_marker", "text": rules.marker})
+            text, read = await _read(data, rules, n_media)
+            files += read
+            n_media += 1
+            parts.append({"type": "media_marker", "text": text})
         out.append({**m, "content": parts})
     return out, files
