@@ -50,7 +50,10 @@ def test_the_cpu_backend_is_loaded_from_the_package():
     assert len(cpu) == 1 and Path(cpu[0].path).parent == LIB and cpu[0].score > 0
     devices = pyllama.devices()
     assert [d.type for d in devices].count("cpu") == 1
-    assert all(d.memory_total >= 0 for d in devices)
+    # the CPU device's memory is the machine's RAM, as llama.cpp's CPU backend reports it
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    (host,) = [d for d in devices if d.type == "cpu"]
+    assert host.memory_total == ram and 0 < host.memory_free <= host.memory_total
 
 
 def test_a_cpu_variant_that_is_not_built_is_refused_by_name():

@@ -29,3 +29,6 @@ def test_readme_example_runs(index, smollm_path, capsys, request):
         compile(code, f"README.md[python block {index}]", "exec"),
         {"__name__": "__readme__"},
     )
+    # each example prints what it got: text the model wrote, not an empty line
+    assert "print(" in code
+    assert capsys.readouterr().out.strip()
