@@ -218,7 +218,8 @@ void register_engine(py::module_ & m) {
                          int32_t draft_threads_batch, std::optional<CpuParams> draft_cpu,
                          std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
                          std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
-                         std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min) {
+                         std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min,
+                         bool cont_batching) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -276,6 +277,7 @@ void register_engine(py::module_ & m) {
                  if (share_min < 1) throw std::invalid_argument("share_min must be >= 1");
                  p.share_prefix = share_prefix;
                  p.share_min = share_min;
+                 p.cont_batching = cont_batching;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -303,7 +305,7 @@ void register_engine(py::module_ & m) {
              py::arg("draft_cpu") = std::optional<CpuParams>{}, py::arg("draft_cpu_batch") = std::optional<CpuParams>{},
              py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false, py::arg("n_ctx_slot_max") = 0,
              py::arg("ngram") = std::optional<engine::NgramSpec>{}, py::arg("share_prefix") = true,
-             py::arg("share_min") = 32,
+             py::arg("share_min") = 32, py::arg("cont_batching") = true,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "

@@ -85,10 +85,11 @@ bool Engine::step() {
         }
         ++busy;
     }
-    // 2. prompt chunks in arrival order, as much as the batch holds
+    // 2. prompt chunks in arrival order, as much as the batch holds (without continuous
+    //    batching, as llama-server: only in a step no slot generates in)
     std::vector<Slot *> prompting;
     for (auto & s : slots_) {
-        if (s->state == Slot::State::Prompt) prompting.push_back(s.get());
+        if (s->state == Slot::State::Prompt && (params_.cont_batching || busy == 0)) prompting.push_back(s.get());
     }
     std::sort(prompting.begin(), prompting.end(), [](Slot * a, Slot * b) { return a->t_start < b->t_start; });
     for (Slot * s : prompting) {

@@ -85,6 +85,8 @@ struct EngineParams {
     // a prompt prefix another slot holds or is evaluating is copied from there instead of
     // evaluated again, when it saves at least share_min tokens (engine/shared_prefix.cpp)
     bool share_prefix = true;
+    // --no-cont-batching: a prompt is evaluated only in a step where no slot generates
+    bool cont_batching = true;
     int32_t share_min = 32;
     int32_t n_ctx_slot_max = 0;        // a slot's context limit (--kv-unified-per-slot; 0: none)
     // the draft model's context: its own threads, CPU placement and KV types (the

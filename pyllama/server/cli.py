@@ -266,6 +266,7 @@ def parse_args(
         cache_idle_slots=a.cache_idle_slots is not False,
         prefix_share=a.prefix_share is not False,
         prefix_share_min=a.prefix_share_min,
+        cont_batching=a.cont_batching is not False,
         slot_prompt_similarity=a.slot_prompt_similarity,
         model_draft=a.model_draft,
         sampling=sampling,
@@ -404,6 +405,9 @@ def _speculative(
         synth = spec.synth_rates(n_max, a.spec_synth_len, rates)
     except ValueError as e:
         parser.error(f"--spec-synth-len/--spec-synth-rates: {e}")
+    why = spec.refuse_heads(types, has_draft)
+    if why:
+        parser.error(f"--spec-type {why}")
     if "draft-simple" in types and not has_draft:
         parser.error("--spec-type draft-simple needs a draft model (--model-draft)")
     return types, spec.conditional_probs(synth), ngram

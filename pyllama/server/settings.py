@@ -214,6 +214,7 @@ class Settings:
     cache_idle_slots: bool = True
     prefix_share: bool = True  # --prefix-share (pyllama's): shared prompt prefixes copied
     prefix_share_min: int = 32
+    cont_batching: bool = True  # -nocb: prompts wait for a step where nothing generates
     spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: draft-simple with -md
     ngram: NgramOptions = field(default_factory=NgramOptions)  # for --spec-type ngram-*
     spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off

@@ -12,6 +12,7 @@ __all__ = [
     "conditional_probs",
     "n_max",
     "parse_types",
+    "refuse_heads",
     "synth_rates",
     "uses_draft_model",
 ]
@@ -31,8 +32,10 @@ KNOWN_TYPES = (
     "ngram-cache",
 )
 NGRAM_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
-# the EAGLE3 / MTP / DFlash kinds need their own draft-head architectures
+# the EAGLE3 / DFlash / DSpark kinds draft with a draft-head model (-md) and MTP with the
+# target's own MTP layers; pyllama runs none of those heads (see refuse_heads)
 SUPPORTED_TYPES = ("none", "draft-simple", *NGRAM_TYPES)
+HEAD_TYPES = ("draft-eagle3", "draft-dflash", "draft-dspark")
 
 
 def parse_types(value: str) -> list[str]:
@@ -42,13 +45,21 @@ def parse_types(value: str) -> list[str]:
     for name in names:
         if name not in KNOWN_TYPES:
             raise ValueError(f"unknown speculative type: {name}")
-        if name not in SUPPORTED_TYPES:
-            raise ValueError(
-                f"speculative type {name} is not supported by pyllama-server "
-                f"(supported: {', '.join(SUPPORTED_TYPES)})"
-            )
     kinds = list(dict.fromkeys(n for n in names if n != "none"))
     return kinds or ["none"]
+
+
+def refuse_heads(types: list[str], has_draft: bool) -> str | None:
+    """Why pyllama cannot start with these types, or None. As in llama-server, a draft-head
+    type with no draft model adds nothing; with one, or ``draft-mtp`` (which llama-server
+    builds from the target's MTP layers, failing the load where there are none), pyllama
+    refuses: it runs no EAGLE3, DFlash, DSpark or MTP heads."""
+    if "draft-mtp" in types:
+        return "draft-mtp: pyllama has no multi-token-prediction drafting"
+    heads = [t for t in types if t in HEAD_TYPES]
+    if heads and has_draft:
+        return f"{heads[0]}: pyllama drafts only with a plain draft model (draft-simple)"
+    return None
 
 
 def uses_draft_model(types: list[str]) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from helpers.peer import running_peer
 from helpers.servers import running_server
 
 http = httpx.Client(timeout=120)  # generous: the machine may be busy with other tests
@@ -70,7 +71,8 @@ def test_synthetic_acceptance(smollm_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--spec-type", "draft-mtp"], "not supported"),
+        (["--spec-type", "draft-mtp"], "no multi-token-prediction drafting"),
+        (["-md", "x.gguf", "--spec-type", "draft-eagle3"], "only with a plain draft model"),
         (["--spec-ngram-mod-n-match", "0"], "ngram size N must be between 1 and 1024"),
         (["--spec-ngram-simple-min-hits", "0"], "ngram min hits must be at least 1"),
         (["--spec-type", "ngram-cache", "-lcs", "no-such.bin"], "--lookup-cache-static"),
@@ -91,3 +93,15 @@ def test_bad_speculative_flags_exit_2(flags, message):
         cwd=tempfile.gettempdir(),  # not the repository root, whose source tree has no _core
     )
     assert r.returncode == 2 and message in r.stderr
+
+
+@pytest.mark.flag_effect("--spec-type")
+@pytest.mark.parametrize("kind", ["draft-eagle3", "draft-dflash", "draft-dspark"])
+def test_draft_head_types_without_a_draft_model_add_nothing(smollm_path, kind):
+    """As llama-server: the type is taken, and with no draft model nothing drafts."""
+    args = ("-m", smollm_path, "-c", "512", "--spec-type", kind)
+    body = {"prompt": PROMPT, "n_predict": 16, "temperature": 0}
+    with running_server(*args) as ours, running_peer(*args) as peer:
+        a, b = (http.post(u + "/completion", json=body).json() for u in (ours, peer))
+        assert a["content"] == b["content"]
+        assert a["timings"].get("draft_n", 0) == b["timings"].get("draft_n", 0) == 0

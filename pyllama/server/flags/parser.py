@@ -364,7 +364,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         ["-nocb", "--no-cont-batching"],
         "cont_batching",
         "LLAMA_ARG_CONT_BATCHING",
-        "continuous batching (always on in pyllama)",
+        "continuous batching: new prompts evaluated beside generating slots (default: on)",
     )
     flag(
         "--cors-origins",
