@@ -1,7 +1,11 @@
-"""The tiny random multimodal model (tests/fixtures/tiny_vlm.py) and servers on it."""
+"""The tiny random multimodal model (tests/fixtures/tiny_vlm.py) and servers on it; the
+ffmpeg program that video tests need (missing: those tests skip and say so;
+PYLLAMA_REQUIRE_FFMPEG=1, as CI sets it, makes its absence an error)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,3 +30,15 @@ def omni_server(tiny_vlm: dict[str, Path]) -> Iterator[str]:
         "-c", "2048", "-np", "2", "-t", "2",
     ) as url:  # fmt: skip
         yield url
+
+
+@pytest.fixture(scope="session")
+def ffmpeg() -> str:
+    """The ffmpeg program, with ffprobe on PATH beside it."""
+    found = shutil.which("ffmpeg")
+    if found is None or shutil.which("ffprobe") is None:
+        message = "ffmpeg and ffprobe not on PATH (Debian: apt-get install ffmpeg; CI installs it)"
+        if os.environ.get("PYLLAMA_REQUIRE_FFMPEG") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
