@@ -58,7 +58,11 @@ class WakeMiddleware:
         state = self.state
         state.in_flight += 1
         try:
+            t0 = time.perf_counter_ns()
             await state.wake()
+            # what this request waited for the model (a reload after sleep): Ollama's
+            # load_duration reads it
+            scope.setdefault("state", {})["load_wait_ns"] = time.perf_counter_ns() - t0
             await self.app(scope, receive, send)
         finally:
             state.in_flight -= 1

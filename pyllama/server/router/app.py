@@ -89,10 +89,22 @@ def _named(name: Any) -> str:
     return name
 
 
+def _ollama_entry(table: ModelTable, name: str) -> ModelEntry:
+    """Ollama's routes: ``name:latest`` is ``name``, as Ollama reads a name without a tag,
+    and a model the router does not know is Ollama's 404."""
+    entry = table.lookup(name)
+    if entry is None and name.endswith(":latest"):
+        entry = table.lookup(name.removesuffix(":latest"))
+    if entry is None:
+        raise APIError(404, f"model '{name}' not found")
+    return entry
+
+
 async def proxy_post(request: Request) -> Response:
     body = await request.body()
     name = _named((await json_body(request)).get("model"))
-    entry = table_of(request).get(name)
+    table = table_of(request)
+    entry = _ollama_entry(table, name) if request.url.path.startswith("/api/") else table.get(name)
     return await forward(request, entry, body, streams.stop_check(request, name))
 
 

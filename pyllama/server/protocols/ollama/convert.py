@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import orjson
+from starlette.requests import Request
 
 from pyllama import _core
 from pyllama.reasoning import thinking_tags
@@ -20,7 +21,7 @@ from pyllama.server.pipeline.turn import sampling_from
 from pyllama.server.protocols.ollama.schemas import Message, Options
 from pyllama.server.state import ServerState
 
-__all__ = ["done", "fields", "message_in", "now", "options", "response_format", "think"]
+__all__ = ["Clock", "done", "fields", "message_in", "now", "options", "response_format", "think"]
 
 _SAMPLING = (
     "temperature",
@@ -154,13 +155,28 @@ def fields(deltas: list[dict[str, Any]], text_key: str) -> dict[str, Any]:
     return out
 
 
-def done(final: _core.Event, t0: int) -> dict[str, Any]:
-    """The last chunk's fields; ``t0``: the request's start (perf_counter_ns)."""
+class Clock:
+    """A request's durations as Ollama reports them: ``start`` (perf_counter_ns) is when
+    the request arrived, ``load_ns`` how long it waited for the model to be loaded. As in
+    Ollama (the time to get a loaded model, a load included), that is the reload after
+    ``--sleep-idle-seconds`` when this request woke the server, and nothing when the model
+    was already in memory: pyllama-server loads it once, before serving."""
+
+    def __init__(self, request: Request) -> None:
+        self.load_ns: int = request.scope.get("state", {}).get("load_wait_ns", 0)
+        self.start = time.perf_counter_ns() - self.load_ns
+
+    def total(self) -> int:
+        return time.perf_counter_ns() - self.start
+
+
+def done(final: _core.Event, clock: Clock) -> dict[str, Any]:
+    """The last chunk's fields."""
     return {
         "done": True,
         "done_reason": results.finish_reason(final),
-        "total_duration": time.perf_counter_ns() - t0,
-        "load_duration": 0,  # the model was loaded at start-up
+        "total_duration": clock.total(),
+        "load_duration": clock.load_ns,
         "prompt_eval_count": final.n_prompt,
         "prompt_eval_duration": int(final.t_prompt_ms * 1e6),
         "eval_count": final.n_predicted,

@@ -4,7 +4,6 @@ vector), on the OpenAI module's embedding path."""
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from starlette.requests import Request
@@ -13,7 +12,7 @@ from starlette.responses import Response
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import json_response, parse
 from pyllama.server.pipeline.embeddings import embed
-from pyllama.server.protocols.ollama.convert import options
+from pyllama.server.protocols.ollama.convert import Clock, options
 from pyllama.server.protocols.ollama.schemas import EmbeddingsRequest, EmbedRequest
 from pyllama.server.state import ServerState
 
@@ -45,7 +44,7 @@ def _shorten(v: list[float], dims: int | None) -> list[float]:
 
 
 async def embed_route(request: Request) -> Response:
-    t0 = time.perf_counter_ns()
+    clock = Clock(request)
     state: ServerState = request.app.state.pyllama
     req = await parse(request, EmbedRequest)
     options(state, req.options)
@@ -57,8 +56,8 @@ async def embed_route(request: Request) -> Response:
         {
             "model": req.model or state.model_name,
             "embeddings": [_shorten(v, req.dimensions) for v in vectors],
-            "total_duration": time.perf_counter_ns() - t0,
-            "load_duration": 0,  # the model was loaded at start-up
+            "total_duration": clock.total(),
+            "load_duration": clock.load_ns,
             "prompt_eval_count": sum(sizes),
         }
     )

@@ -5,7 +5,6 @@ false (Ollama streams by default). Every error under /api/ is ``{"error": "messa
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from typing import Any, Optional
 
@@ -24,6 +23,7 @@ from pyllama.server.protocols.native.infill import infill_tokens
 from pyllama.server.protocols.ollama import embed as ollama_embed
 from pyllama.server.protocols.ollama import models as ollama_models
 from pyllama.server.protocols.ollama.convert import (
+    Clock,
     done,
     fields,
     message_in,
@@ -68,7 +68,7 @@ def _ndjson(chunks: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
 
 
 async def _chunks(
-    pieces: AsyncIterator[Piece], name: str, text_key: str, t0: int
+    pieces: AsyncIterator[Piece], name: str, text_key: str, clock: Clock
 ) -> AsyncIterator[dict[str, Any]]:
     """Ollama's stream: chat chunks carry a message, generate chunks ``response`` at the
     top; the last chunk is done, with the counts."""
@@ -82,7 +82,7 @@ async def _chunks(
         if len(body) > 1 or body[text_key]:
             yield chunk(body)
         if final is not None:
-            yield {**chunk({text_key: ""}), **done(final, t0)}
+            yield {**chunk({text_key: ""}), **done(final, clock)}
 
 
 async def _turn_pieces(turn: ChatTurn, text_key: str) -> AsyncIterator[Piece]:
@@ -99,7 +99,7 @@ async def _raw_pieces(streams: list[Any]) -> AsyncIterator[Piece]:
 
 
 async def chat(request: Request) -> Response:
-    t0 = time.perf_counter_ns()
+    clock = Clock(request)
     state = _state(request)
     req = await parse(request, ChatRequest)
     state.require()
@@ -119,11 +119,11 @@ async def chat(request: Request) -> Response:
     )
     name = req.model or state.model_name
     if req.stream:
-        return _ndjson(_chunks(_turn_pieces(turn, "content"), name, "content", t0))
+        return _ndjson(_chunks(_turn_pieces(turn, "content"), name, "content", clock))
     reply = (await turn.replies(request.receive))[0]
     message = {"role": "assistant", **fields([reply.message], "content")}
     return json_response(
-        {"model": name, "created_at": now(), "message": message, **done(reply.final, t0)}
+        {"model": name, "created_at": now(), "message": message, **done(reply.final, clock)}
     )
 
 
@@ -154,7 +154,7 @@ def _prompt_tokens(state: ServerState, req: GenerateRequest) -> list[int] | None
 
 
 async def generate(request: Request) -> Response:
-    t0 = time.perf_counter_ns()
+    clock = Clock(request)
     state = _state(request)
     req = await parse(request, GenerateRequest)
     state.require()
@@ -181,7 +181,7 @@ async def generate(request: Request) -> Response:
         )
         turn = await start_chat(state, call)
         if req.stream:
-            return _ndjson(_chunks(_turn_pieces(turn, "response"), name, "response", t0))
+            return _ndjson(_chunks(_turn_pieces(turn, "response"), name, "response", clock))
         reply = (await turn.replies(request.receive))[0]
         body, final = fields([reply.message], "response"), reply.final
     else:
@@ -192,11 +192,11 @@ async def generate(request: Request) -> Response:
         opts = tasks.Options(n_predict=n_predict, grammar=grammar, stop=stop)
         streams = tasks.submit(state, tasks.make_tasks(state, [tokens], sampling, opts))
         if req.stream:
-            return _ndjson(_chunks(_raw_pieces(streams), name, "response", t0))
+            return _ndjson(_chunks(_raw_pieces(streams), name, "response", clock))
         result = (await results.collect(streams, 1, request.receive))[0]
         assert result.final is not None
         body, final = {"response": result.content}, result.final
-    return json_response({"model": name, "created_at": now(), **body, **done(final, t0)})
+    return json_response({"model": name, "created_at": now(), **body, **done(final, clock)})
 
 
 ROUTES: list[tuple[str, Any, list[str]]] = [
