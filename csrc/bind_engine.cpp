@@ -219,7 +219,7 @@ void register_engine(py::module_ & m) {
                          std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
                          std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
                          std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min,
-                         bool cont_batching) {
+                         bool cont_batching, int32_t n_ctx_checkpoints, int32_t checkpoint_min_step) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -278,6 +278,8 @@ void register_engine(py::module_ & m) {
                  p.share_prefix = share_prefix;
                  p.share_min = share_min;
                  p.cont_batching = cont_batching;
+                 p.n_ctx_checkpoints = n_ctx_checkpoints;
+                 p.checkpoint_min_step = checkpoint_min_step;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -306,6 +308,7 @@ void register_engine(py::module_ & m) {
              py::arg("draft_type_k") = "", py::arg("draft_type_v") = "", py::arg("perf") = false, py::arg("n_ctx_slot_max") = 0,
              py::arg("ngram") = std::optional<engine::NgramSpec>{}, py::arg("share_prefix") = true,
              py::arg("share_min") = 32, py::arg("cont_batching") = true,
+             py::arg("n_ctx_checkpoints") = 32, py::arg("checkpoint_min_step") = 8192,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "

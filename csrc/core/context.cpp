@@ -300,21 +300,21 @@ llama_pos Context::seq_pos_min(llama_seq_id seq) { Lock lock(mu_); check_seq(seq
 llama_pos Context::seq_pos_max(llama_seq_id seq) { Lock lock(mu_); check_seq(seq); return llama_memory_seq_pos_max(llama_get_memory(ctx_.get()), seq); }
 bool Context::can_shift() { Lock lock(mu_); return llama_memory_can_shift(llama_get_memory(ctx_.get())); }
 
-std::string Context::seq_state_get(llama_seq_id seq) {
+std::string Context::seq_state_get(llama_seq_id seq, uint32_t flags) {
     Lock lock(mu_);
     check_seq(seq);
-    const size_t n = llama_state_seq_get_size(ctx_.get(), seq);
+    const size_t n = llama_state_seq_get_size_ext(ctx_.get(), seq, flags);
     std::string out(n, '\0');
-    const size_t w = llama_state_seq_get_data(ctx_.get(), reinterpret_cast<uint8_t *>(out.data()), n, seq);
+    const size_t w = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t *>(out.data()), n, seq, flags);
     out.resize(w);
     return out;
 }
 
-void Context::seq_state_set(const std::string & data, llama_seq_id seq) {
+void Context::seq_state_set(const std::string & data, llama_seq_id seq, uint32_t flags) {
     Lock lock(mu_);
     check_seq(seq);
     log_clear();
-    const size_t r = llama_state_seq_set_data(ctx_.get(), reinterpret_cast<const uint8_t *>(data.data()), data.size(), seq);
+    const size_t r = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t *>(data.data()), data.size(), seq, flags);
     if (r == 0) fail("failed to restore sequence state");
 }
 

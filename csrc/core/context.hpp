@@ -127,8 +127,9 @@ public:
     bool can_shift();
 
     // per-sequence state
-    std::string seq_state_get(llama_seq_id seq);
-    void seq_state_set(const std::string & data, llama_seq_id seq);
+    // flags: LLAMA_STATE_SEQ_FLAGS_* (PARTIAL_ONLY: the recurrent / SWA part a context checkpoint keeps)
+    std::string seq_state_get(llama_seq_id seq, uint32_t flags = 0);
+    void seq_state_set(const std::string & data, llama_seq_id seq, uint32_t flags = 0);
     size_t seq_state_save(const std::string & path, llama_seq_id seq, const std::vector<llama_token> & tokens);
     std::vector<llama_token> seq_state_load(const std::string & path, llama_seq_id seq, size_t max_tokens);
 

@@ -12,11 +12,15 @@
 
 namespace pyllama::engine {
 
-void Engine::drop_kv(Slot & s, size_t keep) {
+size_t Engine::drop_kv(Slot & s, size_t keep) {
+    if (!ctx_->seq_rm(s.id, s.pos(keep), -1)) {  // a recurrent state: all or nothing
+        ctx_->seq_rm(s.id, -1, -1);
+        keep = 0;
+    }
     if (keep == 0) s.pos_delta = 0;
-    ctx_->seq_rm(s.id, s.pos(keep), -1);
     if (s.cache.size() > keep) s.cache.resize(keep);
     s.d_past = std::min(s.d_past, keep);
+    return keep;
 }
 
 // --cache-reuse, as llama-server: past the common prefix, chunks of at least `min_chunk`
@@ -134,13 +138,17 @@ void Engine::admit() {
         if (cache && task->params.n_cache_reuse > 0 && ctx_->can_shift() && !projector_) {
             lcp = reuse_chunks(*primary, prompt, lcp, static_cast<size_t>(task->params.n_cache_reuse));
         }
+        if (cache) lcp = checkpoint_restore(*primary, lcp, prompt.size());
         lcp = std::min(lcp, prompt.size() - 1);  // re-evaluate at least one token for its logits
         // a kept prefix never ends inside an image: its KV is whole or gone
         const MediaPrefix kept = cut_media(task->params.media, lcp);
         lcp = kept.len;
         primary->media_next = kept.n_media;
         primary->pos_delta = kept.delta;  // the kept prefix is the same media in both
-        drop_kv(*primary, lcp);
+        if (drop_kv(*primary, lcp) < lcp) {  // the memory kept nothing (recurrent)
+            lcp = 0;
+            primary->media_next = 0;
+        }
         primary->n_past = lcp;
         primary->n_cached = static_cast<int32_t>(lcp);
         primary->state = Slot::State::Prompt;
@@ -150,7 +158,7 @@ void Engine::admit() {
             std::lock_guard<std::mutex> lk(pub_mu_);
             metrics_.n_prompt_cached_total += lcp;
         }
-        if (cache) share_prefix(*primary);
+        if (cache && !rs_only_) share_prefix(*primary);  // a recurrent state cannot be cut to a prefix
         emit_progress(*primary);  // before any prompt token is evaluated
         while (index < need) {
             idle.erase(std::remove_if(idle.begin(), idle.end(), [](Slot * s) { return s->state != Slot::State::Idle; }),
@@ -180,6 +188,7 @@ void Engine::swap_prompt(Slot & s, const std::vector<llama_token> & prompt, bool
     try {
         if (auto got = prompt_cache_->take_better(*ctx_, s.id, s.cache, prompt)) {
             s.cache = std::move(*got);
+            s.checkpoints.clear();  // they were the old prompt's
             s.d_past = 0;  // the draft context catches up from the start
             trace("restored a prompt from the prompt cache");
         }

@@ -102,8 +102,9 @@ bool Engine::step() {
         const bool completion = s->task->params.kind == TaskKind::Completion;
         if (mixed_ && completion == embd_step) continue;  // the other kind's step
         if (!completion && remaining > room) continue;  // an embedding input goes in whole
-        const int32_t chunk = std::min(remaining, room);
+        const int32_t chunk = checkpoint_chunk(*s, std::min(remaining, room));
         if (chunk <= 0) continue;
+        checkpoint_create(*s, chunk);  // the state before this chunk, before it is decoded
         s->first_row = batch_->size();
         for (int32_t k = 0; k < chunk; ++k) {
             const size_t pos = s->n_past + static_cast<size_t>(k);

@@ -50,7 +50,10 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (cp.n_outputs_max == 0) {
         cp.n_outputs_max = outputs_max(p.n_parallel, cp.n_batch, embeddings_, p.draft || !p.ngram.types.empty());
     }
+    if (p.n_ctx_checkpoints < 0) throw std::invalid_argument("n_ctx_checkpoints must be >= 0");
+    if (p.checkpoint_min_step < 0) throw std::invalid_argument("checkpoint_min_step must be >= 0");
     ctx_ = std::make_unique<Context>(model_, cp);
+    rs_only_ = llama_model_is_recurrent(model_->get()) || llama_model_is_hybrid(model_->get());
     // embeddings on a model with a KV cache (a generative one): completions too, as
     // llama-server serves both; each decode is one kind, embeddings switched to match
     mixed_ = embeddings_ && llama_get_memory(ctx_->get()) != nullptr;

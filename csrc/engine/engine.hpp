@@ -87,6 +87,11 @@ struct EngineParams {
     bool share_prefix = true;
     // --no-cont-batching: a prompt is evaluated only in a step where no slot generates
     bool cont_batching = true;
+    // context checkpoints (-ctxcp, -cms): for a model whose memory cannot drop a sequence's
+    // tail (recurrent, hybrid), the state a few tokens before each prompt's end, so a later
+    // prompt sharing that prefix resumes from it instead of from nothing
+    int32_t n_ctx_checkpoints = 32;
+    int32_t checkpoint_min_step = 8192;
     int32_t share_min = 32;
     int32_t n_ctx_slot_max = 0;        // a slot's context limit (--kv-unified-per-slot; 0: none)
     // the draft model's context: its own threads, CPU placement and KV types (the
@@ -200,7 +205,15 @@ private:
     void notify();
     void publish();
     void context_shift(Slot & slot);
-    void drop_kv(Slot & slot, size_t keep);  // forget the slot's KV from position `keep` on
+    // forget the slot's KV from position `keep` on; returns what is kept (0 where the memory
+    // cannot drop a tail: recurrent state is all or nothing)
+    size_t drop_kv(Slot & slot, size_t keep);
+    // context checkpoints (engine/checkpoints.cpp): how much of `lcp` a recurrent slot can
+    // keep (restoring a checkpoint), and the chunk/checkpoint rule of prompt evaluation
+    size_t checkpoint_restore(Slot & slot, size_t lcp, size_t n_prompt);
+    int32_t checkpoint_chunk(const Slot & slot, int32_t chunk) const;
+    void checkpoint_create(Slot & slot, int32_t chunk);
+    bool checkpoints_on(const Slot & slot) const;
     size_t reuse_chunks(Slot & slot, const std::vector<llama_token> & prompt, size_t n_past, size_t min_chunk);
     void swap_prompt(Slot & slot, const std::vector<llama_token> & prompt, bool by_lru);  // --cache-ram
     void cache_idle_slots();  // --cache-idle-slots, after a task was placed
@@ -233,6 +246,7 @@ private:
     std::unique_ptr<Batch> dbatch_;
     int32_t n_ctx_slot_ = 0;
     bool embeddings_ = false;
+    bool rs_only_ = false;  // the memory cannot drop a sequence's tail (recurrent / hybrid)
     std::vector<std::shared_ptr<LoraAdapter>> lora_;
     std::vector<std::string> lora_paths_;
     std::vector<float> lora_scales_now_;  // applied to the context (loop thread only)

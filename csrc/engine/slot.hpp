@@ -25,11 +25,21 @@ struct Engine::TaskState {
     std::vector<float> bias;      // dense logit bias for the greedy path (empty: none)
 };
 
+// A context checkpoint: the part of a sequence's memory that cannot be rolled back, as it
+// was after its first n_tokens tokens (llama-server's server_prompt_checkpoint).
+struct Checkpoint {
+    uint64_t id_task = 0;
+    int64_t n_tokens = 0;
+    llama_pos pos_min = -1, pos_max = -1;
+    std::string data;
+};
+
 struct Engine::Slot {
     enum class State { Idle, Waiting, Prompt, Generating };
     int32_t id = 0;
     State state = State::Idle;
     std::vector<llama_token> cache;  // tokens whose KV is in sequence `id`
+    std::vector<Checkpoint> checkpoints;  // oldest first; only where the engine keeps them
     std::shared_ptr<TaskState> task;
     uint32_t index = 0;
     Slot * parent = nullptr;  // n > 1: the slot evaluating the shared prompt

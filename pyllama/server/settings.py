@@ -120,6 +120,9 @@ class ContextOptions:
     control_vector_layers: tuple[int, int] = (0, 0)  # 0: first / last layer
     warmup: bool = True
     perf: bool = False  # llama.cpp's internal timings (--perf)
+    # -ctxcp / -cms: checkpoints of recurrent/hybrid state (engine/checkpoints.cpp)
+    ctx_checkpoints: int = 32
+    checkpoint_min_step: int = 8192
     draft_threads: int = -1
     draft_threads_batch: int = -1
     draft_cpu: CpuPlacement | None = None

@@ -29,7 +29,7 @@ def add_model_flags(t: FlagTable) -> None:
         action="store_true",
         env="LLAMA_ARG_SWA_FULL",
         conv=env_bool,
-        help="use full-size SWA cache (pyllama always does: it keeps no checkpoints)",
+        help="use full-size SWA cache (pyllama always does, so SWA models need no checkpoints)",
     )
     switch(
         ["--perf"],
@@ -216,7 +216,8 @@ def add_model_flags(t: FlagTable) -> None:
         default=32,
         env="LLAMA_ARG_CTX_CHECKPOINTS",
         metavar="N",
-        help="context checkpoints per slot (pyllama needs none: its SWA cache is full)",
+        help="context checkpoints per slot: the state of a recurrent or hybrid model before each "
+        "prompt's end, to resume from (SWA models need none: pyllama's SWA cache is full)",
     )
     flag(
         "-cms",
@@ -359,5 +360,7 @@ def model_options(
         control_vector_layers=(int(layers[0]), int(layers[1])),
         warmup=a.warmup is not False,
         perf=bool(a.perf),
+        ctx_checkpoints=a.ctx_checkpoints,
+        checkpoint_min_step=a.checkpoint_min_step,
     )
     return load, context
