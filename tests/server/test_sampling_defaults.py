@@ -73,11 +73,9 @@ CASES = [
     _case("--presence-penalty", "1.5", "presence_penalty", 1.5, 0.0),
     _case("--frequency-penalty", "1.5", "frequency_penalty", 1.5, 0.0),
     _case("--dry-multiplier", "2.0", "dry_multiplier", 2.0, 0.0),
-    _case("--dry-base", "3.0", "dry_base", 3.0, 1.75, dry_multiplier=0.5),
-    _case("--dry-allowed-length", "1", "dry_allowed_length", 1, 2, dry_multiplier=2.0),
+    _case("--dry-base", "3.0", "dry_base", 3.0, 1.75, dry_multiplier=0.5, dry_allowed_length=1),
+    _case("--dry-allowed-length", "1", "dry_allowed_length", 1, 2, dry_multiplier=0.5),
     _case("--dry-penalty-last-n", "8", "dry_penalty_last_n", 8, -1, dry_multiplier=2.0),
-    _case("--adaptive-target", "0.3", "adaptive_target", 0.3, -1.0),
-    _case("--adaptive-decay", "0.2", "adaptive_decay", 0.2, 0.9, adaptive_target=0.3),
     _case("--dynatemp-range", "1.5", "dynatemp_range", 1.5, 0.0),
     _case("--dynatemp-exp", "4.0", "dynatemp_exponent", 4.0, 1.0, dynatemp_range=1.5),
     _case("--mirostat", "2", "mirostat", 2, 0),
@@ -96,7 +94,7 @@ def server(smollm_path: str) -> Iterator[str]:
 
 
 def _text(url: str, fields: dict[str, Any]) -> str:
-    body = {"prompt": PROMPT, "n_predict": 24, **fields}
+    body = {"prompt": PROMPT, "n_predict": 16, **fields}
     r = http.post(url + "/completion", json=body)
     assert r.status_code == 200, r.text
     return r.json()["content"]
