@@ -147,8 +147,16 @@ Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
     vocab_ = llama_model_get_vocab(model_.get());
     special_ = std::make_unique<const SpecialText>(vocab_);
     pieces_ = std::make_unique<PieceCache>(vocab_, *special_);
-    // llama.cpp logs the count whenever a GPU backend exists, with `--device none` too
-    const bool no_devices = devices.size() == 1 && devices[0] == nullptr;
+    // llama.cpp logs the count whenever it could offload (an RPC-capable build too), with
+    // `--device none` or no GPU at all: then nothing went anywhere but the CPU
+    bool no_devices = devices.size() == 1 && devices[0] == nullptr;
+    if (devices.empty()) {  // llama.cpp's default: every GPU it finds
+        no_devices = true;
+        for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+            const auto type = ggml_backend_dev_type(ggml_backend_dev_get(i));
+            if (type == GGML_BACKEND_DEVICE_TYPE_GPU || type == GGML_BACKEND_DEVICE_TYPE_IGPU) no_devices = false;
+        }
+    }
     if (!log_offload(offloaded_, offloadable_) || no_devices) {
         offloaded_ = 0;
         offloadable_ = llama_model_n_layer(model_.get()) + 1;

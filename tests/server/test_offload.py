@@ -113,3 +113,13 @@ def test_a_server_told_not_to_offload_answers_as_one_that_may(smollm_path):
     placed = ("--device", "none", "-ngl", "0", "-sm", "none", "-mg", "0")
     with running_server("-m", smollm_path, "-t", "2", "-np", "1", *placed) as url:
         assert _greedy(url) == default
+
+
+@pytest.mark.flag_effect("-ngl")
+def test_props_counts_the_layers_that_went_to_a_gpu(smollm_path):
+    """/props offloaded_layers: every layer with a GPU and -ngl 99, none with -ngl 0 or no
+    GPU (llama.cpp logs "offloaded 31/31" whenever it could offload, GPU or not)."""
+    for ngl, want in (("99", 31 if GPUS else 0), ("0", 0)):
+        with running_server("-m", smollm_path, "-c", "512", "-ngl", ngl) as url:
+            props = httpx.get(url + "/props", timeout=30).json()
+            assert (props["offloaded_layers"], props["offloadable_layers"]) == (want, 31)
