@@ -72,9 +72,13 @@ def build_rows(binary: str | Path) -> list[Row]:
         base = scratch(Path(tmp))
         for option in options:
             verdict = probe(option, base)
-            for d in (verdict.refused, verdict.values_refused):
-                for k, why in d.items():
-                    d[k] = why.replace(str(base), "<tmp>")
+            for d in (verdict.refused, verdict.values_refused):  # no scratch path in the doc
+                fixed = {
+                    k.replace(str(base), "<tmp>"): v.replace(str(base), "<tmp>")
+                    for k, v in d.items()
+                }
+                d.clear()
+                d.update(fixed)
             tests = sorted({t for s in option.spellings for t in marked.get(s, ())})
             text = next((ours[s] for s in option.spellings if ours.get(s)), "")
             rows.append(Row(option, verdict, tests, text))

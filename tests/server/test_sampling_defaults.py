@@ -51,38 +51,98 @@ NEUTRAL: dict[str, Any] = {
 }
 
 
-def _case(flag: str, arg: str, field: str, value: Any, other: Any, **enable: Any) -> Any:
-    """``flag arg`` sets request field ``field`` to ``value``; ``other`` is a value that
-    gives other text; ``enable``: the fields that make the option matter."""
-    return pytest.param(
-        flag, arg, field, value, other, enable, id=flag, marks=pytest.mark.flag_effect(flag)
-    )
+def _case(mark: Any, arg: str, field: str, value: Any, other: Any, **enable: Any) -> Any:
+    """``FLAG arg`` (the flag ``mark`` names) sets request field ``field`` to ``value``;
+    ``other`` is a value that gives other text; ``enable``: the fields that make the option
+    matter."""
+    flag = mark.args[0]
+    return pytest.param(flag, arg, field, value, other, enable, id=flag, marks=mark)
 
 
 CASES = [
-    _case("--temp", "1.7", "temperature", 1.7, 0.8),
-    _case("--top-k", "3", "top_k", 3, 40),
-    _case("--top-p", "0.5", "top_p", 0.5, 0.95),
-    _case("--min-p", "0.2", "min_p", 0.2, 0.05),
-    _case("--top-nsigma", "0.5", "top_n_sigma", 0.5, -1.0, top_k=0, min_p=0.0, top_p=1.0),
-    _case("--typical", "0.5", "typical_p", 0.5, 1.0),
-    _case("--xtc-probability", "1.0", "xtc_probability", 1.0, 0.0, xtc_threshold=0.05),
-    _case("--xtc-threshold", "0.05", "xtc_threshold", 0.05, 0.1, xtc_probability=1.0),
-    _case("--repeat-penalty", "1.8", "repeat_penalty", 1.8, 1.0),
-    _case("--repeat-last-n", "4", "repeat_last_n", 4, 64, repeat_penalty=2.0),
-    _case("--presence-penalty", "1.5", "presence_penalty", 1.5, 0.0),
-    _case("--frequency-penalty", "1.5", "frequency_penalty", 1.5, 0.0),
-    _case("--dry-multiplier", "2.0", "dry_multiplier", 2.0, 0.0),
-    _case("--dry-base", "3.0", "dry_base", 3.0, 1.75, dry_multiplier=0.5, dry_allowed_length=1),
-    _case("--dry-allowed-length", "1", "dry_allowed_length", 1, 2, dry_multiplier=0.5),
-    _case("--dry-penalty-last-n", "8", "dry_penalty_last_n", 8, -1, dry_multiplier=2.0),
-    _case("--dynatemp-range", "1.5", "dynatemp_range", 1.5, 0.0),
-    _case("--dynatemp-exp", "4.0", "dynatemp_exponent", 4.0, 1.0, dynatemp_range=1.5),
-    _case("--mirostat", "2", "mirostat", 2, 0),
-    _case("--mirostat-lr", "0.9", "mirostat_eta", 0.9, 0.1, mirostat=2),
-    _case("--mirostat-ent", "1.0", "mirostat_tau", 1.0, 5.0, mirostat=2),
-    _case("--samplers", "top_k;temperature", "samplers", ["top_k", "temperature"], SAMPLERS),
-    _case("--seed", "7", "seed", 7, 8),
+    _case(pytest.mark.flag_effect("--temp"), "1.7", "temperature", 1.7, 0.8),
+    _case(pytest.mark.flag_effect("--top-k"), "3", "top_k", 3, 40),
+    _case(pytest.mark.flag_effect("--top-p"), "0.5", "top_p", 0.5, 0.95),
+    _case(pytest.mark.flag_effect("--min-p"), "0.2", "min_p", 0.2, 0.05),
+    _case(
+        pytest.mark.flag_effect("--top-nsigma"),
+        "0.5",
+        "top_n_sigma",
+        0.5,
+        -1.0,
+        top_k=0,
+        min_p=0.0,
+        top_p=1.0,
+    ),
+    _case(pytest.mark.flag_effect("--typical"), "0.5", "typical_p", 0.5, 1.0),
+    _case(
+        pytest.mark.flag_effect("--xtc-probability"),
+        "1.0",
+        "xtc_probability",
+        1.0,
+        0.0,
+        xtc_threshold=0.05,
+    ),
+    _case(
+        pytest.mark.flag_effect("--xtc-threshold"),
+        "0.05",
+        "xtc_threshold",
+        0.05,
+        0.1,
+        xtc_probability=1.0,
+    ),
+    _case(pytest.mark.flag_effect("--repeat-penalty"), "1.8", "repeat_penalty", 1.8, 1.0),
+    _case(
+        pytest.mark.flag_effect("--repeat-last-n"), "4", "repeat_last_n", 4, 64, repeat_penalty=2.0
+    ),
+    _case(pytest.mark.flag_effect("--presence-penalty"), "1.5", "presence_penalty", 1.5, 0.0),
+    _case(pytest.mark.flag_effect("--frequency-penalty"), "1.5", "frequency_penalty", 1.5, 0.0),
+    _case(pytest.mark.flag_effect("--dry-multiplier"), "2.0", "dry_multiplier", 2.0, 0.0),
+    _case(
+        pytest.mark.flag_effect("--dry-base"),
+        "3.0",
+        "dry_base",
+        3.0,
+        1.75,
+        dry_multiplier=0.5,
+        dry_allowed_length=1,
+    ),
+    _case(
+        pytest.mark.flag_effect("--dry-allowed-length"),
+        "1",
+        "dry_allowed_length",
+        1,
+        2,
+        dry_multiplier=0.5,
+    ),
+    _case(
+        pytest.mark.flag_effect("--dry-penalty-last-n"),
+        "8",
+        "dry_penalty_last_n",
+        8,
+        -1,
+        dry_multiplier=2.0,
+    ),
+    _case(pytest.mark.flag_effect("--dynatemp-range"), "1.5", "dynatemp_range", 1.5, 0.0),
+    _case(
+        pytest.mark.flag_effect("--dynatemp-exp"),
+        "4.0",
+        "dynatemp_exponent",
+        4.0,
+        1.0,
+        dynatemp_range=1.5,
+    ),
+    _case(pytest.mark.flag_effect("--mirostat"), "2", "mirostat", 2, 0),
+    _case(pytest.mark.flag_effect("--mirostat-lr"), "0.9", "mirostat_eta", 0.9, 0.1, mirostat=2),
+    _case(pytest.mark.flag_effect("--mirostat-ent"), "1.0", "mirostat_tau", 1.0, 5.0, mirostat=2),
+    _case(
+        pytest.mark.flag_effect("--samplers"),
+        "top_k;temperature",
+        "samplers",
+        ["top_k", "temperature"],
+        SAMPLERS,
+    ),
+    _case(pytest.mark.flag_effect("--seed"), "7", "seed", 7, 8),
 ]
 
 
