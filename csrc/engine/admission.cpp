@@ -158,7 +158,8 @@ void Engine::admit() {
             std::lock_guard<std::mutex> lk(pub_mu_);
             metrics_.n_prompt_cached_total += lcp;
         }
-        if (cache && !rs_only_) share_prefix(*primary);  // a recurrent state cannot be cut to a prefix
+        // a recurrent state cannot be cut to a prefix, nor a window-sized SWA cache copied whole
+        if (cache && !rs_only_ && n_swa_ == 0) share_prefix(*primary);
         emit_progress(*primary);  // before any prompt token is evaluated
         while (index < need) {
             idle.erase(std::remove_if(idle.begin(), idle.end(), [](Slot * s) { return s->state != Slot::State::Idle; }),

@@ -4,8 +4,9 @@
 // entry per token, so a cached prompt's tail cannot be dropped: a new prompt that shares only
 // part of it resumes from a checkpoint taken before that point, or starts over. Checkpoints
 // are taken before the chunks that end a prompt: prompt evaluation stops 4 + n_ubatch and 4
-// tokens before the end so that the state there can be saved. pyllama keeps a full-size SWA
-// cache (as --swa-full), so SWA models need none. Loop thread only.
+// tokens before the end so that the state there can be saved. A sliding-window model's
+// window-sized cache (without --swa-full) has lost positions older than the window: the same
+// rule applies past it. Loop thread only.
 
 #include <algorithm>
 
@@ -15,17 +16,17 @@
 namespace pyllama::engine {
 
 bool Engine::checkpoints_on(const Slot & s) const {
-    return rs_only_ && params_.n_ctx_checkpoints > 0 && s.task &&
+    return (rs_only_ || n_swa_ > 0) && params_.n_ctx_checkpoints > 0 && s.task &&
            s.task->params.kind == TaskKind::Completion && s.task->params.media.empty();
 }
 
 size_t Engine::checkpoint_restore(Slot & s, size_t lcp, size_t n_prompt) {
-    if (!rs_only_) return lcp;
+    if (!rs_only_ && n_swa_ == 0) return lcp;
     auto n_past = static_cast<llama_pos>(lcp);
     llama_pos pos_next = n_past;
     const bool has_new_tokens = lcp < n_prompt;
     // the largest pos_min for which the memory still holds what follows n_past
-    const llama_pos thold = std::max<llama_pos>(0, pos_next - (has_new_tokens ? 0 : 1));
+    const llama_pos thold = std::max<llama_pos>(0, pos_next - n_swa_ - (has_new_tokens ? 0 : 1));
     if (n_past > 0 && lcp <= s.cache.size() && ctx_->seq_pos_min(s.id) >= thold) {
         const auto it = std::find_if(s.checkpoints.rbegin(), s.checkpoints.rend(), [&](const Checkpoint & c) {
             return c.pos_max <= pos_next && (c.pos_min < thold || c.pos_min == 0);

@@ -54,6 +54,7 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (p.checkpoint_min_step < 0) throw std::invalid_argument("checkpoint_min_step must be >= 0");
     ctx_ = std::make_unique<Context>(model_, cp);
     rs_only_ = llama_model_is_recurrent(model_->get()) || llama_model_is_hybrid(model_->get());
+    n_swa_ = cp.swa_full ? 0 : llama_model_n_swa(model_->get());
     // embeddings on a model with a KV cache (a generative one): completions too, as
     // llama-server serves both; each decode is one kind, embeddings switched to match
     mixed_ = embeddings_ && llama_get_memory(ctx_->get()) != nullptr;

@@ -247,6 +247,7 @@ private:
     int32_t n_ctx_slot_ = 0;
     bool embeddings_ = false;
     bool rs_only_ = false;  // the memory cannot drop a sequence's tail (recurrent / hybrid)
+    int32_t n_swa_ = 0;     // a window-sized SWA cache's window (0: none, or --swa-full)
     std::vector<std::shared_ptr<LoraAdapter>> lora_;
     std::vector<std::string> lora_paths_;
     std::vector<float> lora_scales_now_;  // applied to the context (loop thread only)

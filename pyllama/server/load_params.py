@@ -82,6 +82,7 @@ def engine_options(s: Settings) -> dict[str, Any]:
         n_ctx_slot_max=s.kv_unified_per_slot or 0,
         cont_batching=s.cont_batching,
         n_ctx_checkpoints=s.context.ctx_checkpoints,
+        swa_full=s.context.swa_full,
         checkpoint_min_step=s.context.checkpoint_min_step,
     )
 

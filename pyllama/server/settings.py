@@ -122,6 +122,7 @@ class ContextOptions:
     perf: bool = False  # llama.cpp's internal timings (--perf)
     # -ctxcp / -cms: checkpoints of recurrent/hybrid state (engine/checkpoints.cpp)
     ctx_checkpoints: int = 32
+    swa_full: bool = False  # --swa-full: a full-size cache for sliding-window layers
     checkpoint_min_step: int = 8192
     draft_threads: int = -1
     draft_threads_batch: int = -1

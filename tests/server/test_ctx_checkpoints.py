@@ -1,8 +1,10 @@
-"""``-ctxcp`` / ``-cms`` (context checkpoints) on a recurrent model, whose memory cannot drop
-a cached prompt's tail: a prompt that shares only part of the cached one resumes from the
-state saved a few tokens before the earlier prompt's end, or, without checkpoints, is
-evaluated again from the start. Same text either way, and the same cached counts as
-llama-server, started alike, request by request."""
+"""Context checkpoints (``-ctxcp`` / ``-cms``) and ``--swa-full``, on the two kinds of model
+whose memory cannot give back an arbitrary prefix of a cached prompt: a recurrent one (Mamba:
+one state per sequence) and a sliding-window one (Gemma 2 with a 16-token window: the SWA
+layers' cache holds the window only, unless ``--swa-full``). A prompt sharing part of the
+cached one resumes from the state saved a few tokens before the earlier prompt's end, or is
+evaluated again from the start. The same text and the same cached counts as llama-server,
+started alike, request by request."""
 
 from __future__ import annotations
 
@@ -12,22 +14,34 @@ import httpx
 import pytest
 
 from fixtures.tiny_mamba import write_mamba_model
+from fixtures.tiny_swa import write_swa_model
 from helpers.peer import running_peer
 from helpers.servers import running_server
 
 http = httpx.Client(timeout=120)
 
 BASE = "The weather today is bright and the streets are busy with people walking to work"
-# each shares a prefix with what the slot holds, then differs
-PROMPTS = [BASE, BASE + " while", BASE + " and", BASE + " while the"]
+LONG = BASE + " while the sun rises over the hills"
+# each shares a prefix with what the slot holds, then differs (the last, inside the window)
+PROMPTS = [BASE, BASE + " while", BASE + " and", LONG, LONG + " and the rivers", BASE + " now"]
 FLAGS = ("-c", "1024", "-np", "1", "--cache-ram", "0")
+CASES = {
+    "mamba": ("mamba", ()),
+    "mamba-no-checkpoints": ("mamba", ("-ctxcp", "0")),
+    "mamba-one-checkpoint": ("mamba", ("-ctxcp", "1")),
+    "swa": ("swa", ()),
+    "swa-no-checkpoints": ("swa", ("-ctxcp", "0")),
+    "swa-full": ("swa", ("--swa-full",)),
+}
 
 
 @pytest.fixture(scope="module")
-def mamba(tmp_path_factory: pytest.TempPathFactory, smollm_path: str) -> Path:
-    return write_mamba_model(
-        tmp_path_factory.mktemp("mamba") / "mamba.gguf", tokenizer_source=smollm_path
-    )
+def models(tmp_path_factory: pytest.TempPathFactory, smollm_path: str) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("ckpt")
+    return {
+        "mamba": write_mamba_model(d / "mamba.gguf", tokenizer_source=smollm_path),
+        "swa": write_swa_model(d / "swa.gguf", tokenizer_source=smollm_path),
+    }
 
 
 def _turns(url: str) -> list[tuple[str, int]]:
@@ -41,28 +55,34 @@ def _turns(url: str) -> list[tuple[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def runs(mamba: Path) -> dict[str, tuple[list, list]]:
+def runs(models: dict[str, Path]) -> dict[str, tuple[list, list]]:
     out = {}
-    for name, extra in {"default": (), "none": ("-ctxcp", "0"), "one": ("-ctxcp", "1")}.items():
-        args = ("-m", str(mamba), *FLAGS, *extra)
+    for name, (model, extra) in CASES.items():
+        args = ("-m", str(models[model]), *FLAGS, *extra)
         with running_server(*args) as ours, running_peer(*args) as peer:
             out[name] = (_turns(ours), _turns(peer))
     return out
 
 
-@pytest.mark.flag_effect("-ctxcp")
-@pytest.mark.parametrize("name", ["default", "none", "one"])
+@pytest.mark.flag_effect("-ctxcp", "--swa-full")
+@pytest.mark.parametrize("name", list(CASES))
 def test_same_text_and_cache_as_llama_server(runs: dict, name: str) -> None:
     ours, peer = runs[name]
     assert ours == peer
 
 
-@pytest.mark.flag_effect("-ctxcp")
-def test_checkpoints_save_evaluation_and_change_no_text(runs: dict) -> None:
-    with_cp, without = runs["default"][0], runs["none"][0]
+@pytest.mark.flag_effect("-ctxcp", "--swa-full")
+@pytest.mark.parametrize("model", ["mamba", "swa"])
+def test_checkpoints_save_evaluation_and_change_no_text(runs: dict, model: str) -> None:
+    with_cp, without = runs[model][0], runs[f"{model}-no-checkpoints"][0]
     assert [t for t, _ in with_cp] == [t for t, _ in without]
-    assert all(n == 0 for _, n in without)  # every prompt evaluated from the start
-    assert all(n > 0 for _, n in with_cp[1:])  # resumed from a checkpoint
+    assert sum(n for _, n in with_cp) > sum(n for _, n in without)
+    if model == "mamba":  # a recurrent state is never cut: every prompt from the start
+        assert all(n == 0 for _, n in without)
+    else:  # the full-size cache keeps what the window-sized one lost
+        full = runs["swa-full"][0]
+        assert [t for t, _ in full] == [t for t, _ in with_cp]
+        assert sum(n for _, n in full) > sum(n for _, n in with_cp)
 
 
 # -cms: with the list full, another task's checkpoint within N tokens of an earlier one
@@ -86,10 +106,10 @@ def _cms_turns(url: str) -> list[int]:
 
 
 @pytest.mark.flag_effect("-cms")
-def test_checkpoint_min_step_picks_what_is_evicted_as_llama_server(mamba: Path) -> None:
+def test_checkpoint_min_step_picks_what_is_evicted_as_llama_server(models: dict) -> None:
     got = {}
     for step in ("0", "8192"):
-        args = ("-m", str(mamba), *FLAGS, *CMS_FLAGS, "-cms", step)
+        args = ("-m", str(models["mamba"]), *FLAGS, *CMS_FLAGS, "-cms", step)
         with running_server(*args) as ours, running_peer(*args) as peer:
             got[step] = _cms_turns(ours)
             assert got[step] == _cms_turns(peer)

@@ -29,7 +29,8 @@ def add_model_flags(t: FlagTable) -> None:
         action="store_true",
         env="LLAMA_ARG_SWA_FULL",
         conv=env_bool,
-        help="use full-size SWA cache (pyllama always does, so SWA models need no checkpoints)",
+        help="full-size SWA cache: more memory, a cached prompt reused past the window without "
+        "checkpoints (default: window-sized, as llama-server)",
     )
     switch(
         ["--perf"],
@@ -216,8 +217,8 @@ def add_model_flags(t: FlagTable) -> None:
         default=32,
         env="LLAMA_ARG_CTX_CHECKPOINTS",
         metavar="N",
-        help="context checkpoints per slot: the state of a recurrent or hybrid model before each "
-        "prompt's end, to resume from (SWA models need none: pyllama's SWA cache is full)",
+        help="context checkpoints per slot: a recurrent, hybrid or sliding-window model's state "
+        "before each prompt's end, to resume from (default: 32)",
     )
     flag(
         "-cms",
@@ -361,6 +362,7 @@ def model_options(
         warmup=a.warmup is not False,
         perf=bool(a.perf),
         ctx_checkpoints=a.ctx_checkpoints,
+        swa_full=bool(a.swa_full),
         checkpoint_min_step=a.checkpoint_min_step,
     )
     return load, context
