@@ -394,8 +394,7 @@ def _speculative(
         parser.error(f"--spec-type: {e}")
     try:
         ngram = ngram_options(a)
-        enabled = types or (["draft-simple"] if has_draft else [])
-        n_max = spec.n_max(enabled, a.spec_draft_n_max, ngram.longest_drafts())
+        n_max = spec.n_max(types, a.spec_draft_n_max, ngram.longest_drafts())
     except ValueError as e:
         parser.error(f"speculative decoding: {e}")
     rates = None

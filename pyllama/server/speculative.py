@@ -63,8 +63,9 @@ def refuse_heads(types: list[str], has_draft: bool) -> str | None:
 
 
 def uses_draft_model(types: list[str]) -> bool:
-    """Whether a draft model (-md) drafts: no --spec-type given, or draft-simple named."""
-    return not types or "draft-simple" in types
+    """Whether a draft model (-md) drafts: as in the pinned llama-server, only when
+    ``--spec-type`` names draft-simple (its default is none; -md alone drafts nothing)."""
+    return "draft-simple" in types
 
 
 def n_max(types: list[str], draft_n_max: int, ngram_sizes: dict[str, int]) -> int:

@@ -18,6 +18,7 @@ from helpers.servers import running_server
 http = httpx.Client(timeout=120)  # generous: the machine may be busy with other tests
 
 PROMPT = "I believe the meaning of life is"
+DRAFT = ("--spec-type", "draft-simple")
 GREEDY = {"prompt": PROMPT, "n_predict": 24, "temperature": 0, "return_tokens": True}
 
 
@@ -49,7 +50,8 @@ def test_a_draft_model_keeps_the_output_and_reports_its_counts(drafting):
 
 
 def test_synthetic_acceptance(smollm_path):
-    args = ("-m", smollm_path, "-md", smollm_path, "-t", "2", "-c", "2048", "-np", "1")
+    args = ("-m", smollm_path, "-md", smollm_path, "--spec-type", "draft-simple", "-t", "2")
+    args = (*args, "-c", "2048", "-np", "1")
     rates = ("--spec-draft-n-max", "4", "--spec-synth-rates", "1,1,1,1")
     with running_server(*args, *rates) as url:
         r = http.post(url + "/completion", json={**GREEDY, "seed": 1}).json()
@@ -79,9 +81,14 @@ def test_synthetic_acceptance(smollm_path):
         (["--spec-type", "ngram-mod", "--spec-synth-rates", "0.5"], "64 values"),
         (["--spec-type", "draft-fancy"], "unknown speculative type"),
         (["--spec-type", "draft-simple"], "needs a draft model"),
-        (["-md", "x.gguf", "--spec-draft-n-max", "3", "--spec-synth-rates", "1,1"], "3 values"),
-        (["-md", "x.gguf", "--spec-synth-rates", "0.5,0.9,0.1"], "non-increasing"),
-        (["-md", "x.gguf", "--spec-synth-len", "9"], "within [1, 4]"),
+        (
+            ["-md", "x.gguf", *DRAFT, "--spec-draft-n-max", "3", "--spec-synth-rates", "1,1"],
+            "3 values",
+        ),
+        (["-md", "x.gguf", *DRAFT, "--spec-synth-rates", "0.5,0.9,0.1"], "non-increasing"),
+        (["-md", "x.gguf", *DRAFT, "--spec-synth-len", "9"], "within [1, 4]"),
+        # -md alone drafts nothing (llama-server's default type is none): nothing to accept
+        (["-md", "x.gguf", "--spec-synth-len", "2"], "at least one speculative token"),
     ],
 )
 def test_bad_speculative_flags_exit_2(flags, message):
@@ -105,3 +112,33 @@ def test_draft_head_types_without_a_draft_model_add_nothing(smollm_path, kind):
         a, b = (http.post(u + "/completion", json=body).json() for u in (ours, peer))
         assert a["content"] == b["content"]
         assert a["timings"].get("draft_n", 0) == b["timings"].get("draft_n", 0) == 0
+
+
+@pytest.mark.flag_effect("--spec-draft-p-split")
+def test_p_split_changes_what_it_changes_in_llama_server_nothing(smollm_path):
+    """llama-server stores --spec-draft-p-split (common.h's p_split) and reads it nowhere in
+    the pinned tree; pyllama takes it the same way: two values, the same drafts and tokens
+    on both servers."""
+    body = {"prompt": PROMPT, "n_predict": 24, "temperature": 0, "return_tokens": True}
+    seen = []
+    for split in ("0.1", "0.9"):
+        args = ("-m", smollm_path, "-md", smollm_path, *DRAFT, "--spec-draft-p-split", split)
+        with running_server(*args) as ours, running_peer(*args) as peer:
+            for url in (ours, peer):
+                r = http.post(url + "/completion", json=body).json()
+                t = r["timings"]
+                seen.append((r["content"], t["draft_n"], t["draft_n_accepted"]))
+    assert seen[0][1] > 0 and len(set(seen)) == 1, seen
+
+
+@pytest.mark.flag_effect("--model-draft", "--spec-type")
+def test_a_draft_model_alone_drafts_nothing_as_in_llama_server(smollm_path):
+    """The pinned llama-server's --spec-type defaults to none: -md loads a draft model that
+    drafts only once draft-simple is named."""
+    body = {"prompt": PROMPT, "n_predict": 16, "temperature": 0}
+    for extra, drafts in (((), False), (DRAFT, True)):
+        args = ("-m", smollm_path, "-md", smollm_path, "-c", "1024", *extra)
+        with running_server(*args) as ours, running_peer(*args) as peer:
+            for url in (ours, peer):
+                t = http.post(url + "/completion", json=body).json()["timings"]
+                assert (t.get("draft_n", 0) > 0) == drafts
