@@ -81,6 +81,7 @@ def engine_options(s: Settings) -> dict[str, Any]:
         draft_type_v=c.draft_cache_type_v,
         n_ctx_slot_max=s.kv_unified_per_slot or 0,
         cont_batching=s.cont_batching,
+        draft_backend_sampling=s.draft_backend_sampling,
     )
 
 
