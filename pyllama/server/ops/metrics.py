@@ -50,6 +50,7 @@ _COUNTERS = (
     "n_sampled_backend",
     "n_sampled_split",
     "n_sampled_host",
+    "n_draft_sampled_backend",
 )
 
 
@@ -307,6 +308,13 @@ class MetricsBook:
                 "tokens_sampled_host_total",
                 "Tokens sampled wholly on the host.",
                 m["n_sampled_host"],
+            ),
+            (
+                "counter",
+                "draft_tokens_sampled_backend_total",
+                "Draft model tokens picked from the top 10 its graph kept "
+                "(--spec-draft-backend-sampling).",
+                m["n_draft_sampled_backend"],
             ),
         ]
         lines = []
