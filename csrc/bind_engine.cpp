@@ -61,6 +61,10 @@ py::dict metrics_dict(const engine::Metrics & m) {
     d["n_draft_tokens"] = m.n_draft_tokens;
     d["n_draft_accepted"] = m.n_draft_accepted;
     d["n_draft_steps"] = m.n_draft_steps;
+    d["n_sampled_backend"] = m.n_sampled_backend;
+    d["n_sampled_split"] = m.n_sampled_split;
+    d["n_sampled_host"] = m.n_sampled_host;
+    d["n_draft_sampled_backend"] = m.n_draft_sampled_backend;
     return d;
 }
 
@@ -219,7 +223,8 @@ void register_engine(py::module_ & m) {
                          std::optional<CpuParams> draft_cpu_batch, std::string draft_type_k,
                          std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
                          std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min,
-                         bool cont_batching, int32_t n_ctx_checkpoints, int32_t checkpoint_min_step) {
+                         bool cont_batching, int32_t n_ctx_checkpoints, int32_t checkpoint_min_step,
+                         bool draft_backend_sampling) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -280,6 +285,7 @@ void register_engine(py::module_ & m) {
                  p.cont_batching = cont_batching;
                  p.n_ctx_checkpoints = n_ctx_checkpoints;
                  p.checkpoint_min_step = checkpoint_min_step;
+                 p.draft_backend_sampling = draft_backend_sampling;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -309,11 +315,13 @@ void register_engine(py::module_ & m) {
              py::arg("ngram") = std::optional<engine::NgramSpec>{}, py::arg("share_prefix") = true,
              py::arg("share_min") = 32, py::arg("cont_batching") = true,
              py::arg("n_ctx_checkpoints") = 32, py::arg("checkpoint_min_step") = 8192,
+             py::arg("draft_backend_sampling") = false,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "
              "share_prefix: a prompt prefix another slot holds or is evaluating (at least share_min "
-             "tokens more than the slot's own cache) is copied from it instead of evaluated again.")
+             "tokens more than the slot's own cache) is copied from it instead of evaluated again; "
+             "draft_backend_sampling: the draft model's top-10 pick runs inside its graph.")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

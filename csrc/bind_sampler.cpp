@@ -124,6 +124,8 @@ void register_sampler(py::module_ & m) {
     sp.def_readwrite("grammar_trigger_patterns", &SamplingParams::grammar_trigger_patterns);
     sp.def_readwrite("grammar_trigger_tokens", &SamplingParams::grammar_trigger_tokens);
     sp.def_readwrite("samplers", &SamplingParams::samplers);
+    sp.def_readwrite("backend_sampling", &SamplingParams::backend_sampling,
+                     "run the chain inside the decode graph where its stages allow (an engine task)");
     m.def(
         "build_sampler_chain",
         [](const Model & model, const SamplingParams & params, int32_t n_ctx) {

@@ -35,6 +35,7 @@ llama_context_params to_llama(const ContextParams & p) {
     cp.n_ubatch = p.n_ubatch;
     cp.n_seq_max = p.n_seq_max;
     cp.n_outputs_max = p.n_outputs_max;
+    cp.n_outputs_max_per_seq = p.n_outputs_max_per_seq;
     if (p.n_threads > 0) cp.n_threads = p.n_threads;
     cp.n_threads_batch = p.n_threads_batch > 0 ? p.n_threads_batch : cp.n_threads;
     cp.flash_attn_type = static_cast<enum llama_flash_attn_type>(p.flash_attn);
@@ -238,6 +239,30 @@ llama_token Context::sample(llama_sampler * smpl, int32_t idx) {
     Lock lock(mu_);
     const int32_t i = resolve_output(idx);
     return llama_sampler_sample(smpl, ctx_.get(), i);
+}
+
+bool Context::set_sampler(llama_seq_id seq, llama_sampler * chain) {
+    Lock lock(mu_);
+    check_seq(seq);
+    return llama_set_sampler(ctx_.get(), seq, chain);
+}
+
+Context::Sampled Context::sampled_ith(int32_t idx) {
+    Lock lock(mu_);
+    const int32_t i = resolve_output(idx);
+    llama_context * c = ctx_.get();
+    Sampled out;
+    out.token = llama_get_sampled_token_ith(c, i);
+    // as common_sampler's set_logits: probabilities if a stage made them, else logits
+    out.probs = llama_get_sampled_probs_ith(c, i);
+    out.logits = llama_get_sampled_logits_ith(c, i);
+    if (out.probs) {
+        out.n = llama_get_sampled_probs_count_ith(c, i);
+    } else if (out.logits) {
+        out.n = llama_get_sampled_logits_count_ith(c, i);
+    }
+    if (out.n > 0) out.ids = llama_get_sampled_candidates_ith(c, i);
+    return out;
 }
 
 int32_t Context::n_embd_out() const {

@@ -24,6 +24,9 @@ struct ContextParams {
     uint32_t n_ubatch = 512;
     uint32_t n_seq_max = 1;
     uint32_t n_outputs_max = 0;    // rows of logits a batch may ask for; 0: n_batch
+    // rows one sequence may ask for in a batch while a backend sampler is attached to it
+    // (llama-server: 1, or 1 + the most draft tokens when it speculates); 0: n_outputs_max
+    uint32_t n_outputs_max_per_seq = 0;
     int32_t n_threads = -1;        // -1: llama.cpp's default
     int32_t n_threads_batch = -1;  // -1: same as n_threads
     int32_t flash_attn = -1;       // -1 auto, 0 off, 1 on
@@ -104,6 +107,23 @@ public:
     // llama_sampler_sample on output idx, under the context lock (checks idx first).
     llama_token sample(llama_sampler * smpl, int32_t idx);
     int32_t n_embd_out() const;  // floats per pooled/unpooled embedding row
+
+    // Backend sampling (llama_set_sampler): a sampler chain run inside the graph for the
+    // outputs of `seq`, as far as its stages have a backend implementation (a prefix of
+    // the chain); null detaches. False when llama.cpp keeps it on the host. The chain must
+    // outlive the attachment and can be attached once (llama.cpp initialises it for the graph).
+    bool set_sampler(llama_seq_id seq, llama_sampler * chain);
+    // What the backend left for output idx of the last decode: the token its chain picked
+    // (-1 when the chain's backend part does not pick one), and the candidates the backend
+    // stages kept (ids, logits and, after a dist stage, probabilities; null when none).
+    struct Sampled {
+        llama_token token = -1;
+        const llama_token * ids = nullptr;
+        const float * logits = nullptr;
+        const float * probs = nullptr;
+        uint32_t n = 0;  // candidates
+    };
+    Sampled sampled_ith(int32_t idx);
 
     uint32_t n_ctx() const { return llama_n_ctx(ctx_.get()); }
     uint32_t n_batch() const { return llama_n_batch(ctx_.get()); }

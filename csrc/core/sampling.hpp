@@ -49,6 +49,9 @@ struct SamplingParams {
     // stage order; names as llama-server's "samplers" field
     std::vector<std::string> samplers{"penalties", "dry", "top_n_sigma", "top_k", "typ_p",
                                       "top_p", "min_p", "xtc", "temperature"};
+    // llama-server's backend_sampling: the engine attaches the chain to the task's sequence
+    // so its stages with a backend implementation run inside the graph (Engine::attach_sampler)
+    bool backend_sampling = false;
 
     void validate() const;  // throws std::invalid_argument with the offending field
 };

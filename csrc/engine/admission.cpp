@@ -154,6 +154,7 @@ void Engine::admit() {
         primary->state = Slot::State::Prompt;
         primary->parent = nullptr;
         assign(*primary);
+        if (completion) attach_sampler(*primary);
         {
             std::lock_guard<std::mutex> lk(pub_mu_);
             metrics_.n_prompt_cached_total += lcp;

@@ -78,7 +78,9 @@ bool Engine::step() {
         batch_->add(s->sampled, s->pos(s->n_past), {s->id}, true);
         s->i_batch = batch_->size() - 1;
         s->fed = true;
-        const auto room = static_cast<size_t>(std::max(0, n_batch - batch_->size()));
+        auto room = static_cast<size_t>(std::max(0, n_batch - batch_->size()));
+        // a backend-sampled sequence has at most outputs_per_seq_ rows in a batch
+        if (s->backend) room = std::min(room, static_cast<size_t>(outputs_per_seq_ - 1));
         if (s->draft.size() > room) s->draft.resize(room);
         for (size_t i = 0; i < s->draft.size(); ++i) {
             batch_->add(s->draft[i], s->pos(s->n_past + 1 + i), {s->id}, true);

@@ -52,6 +52,21 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     }
     if (p.n_ctx_checkpoints < 0) throw std::invalid_argument("n_ctx_checkpoints must be >= 0");
     if (p.checkpoint_min_step < 0) throw std::invalid_argument("checkpoint_min_step must be >= 0");
+    // llama-server's per-sequence output limit (it matters only to backend sampling): one
+    // row, or one plus the longest draft when it speculates (common_speculative_n_max)
+    int32_t n_draft = 0;
+    if (p.draft) n_draft = std::max(n_draft, p.spec_n_max);
+    for (const auto & t : p.ngram.types) {
+        if (t == "ngram-simple") n_draft = std::max<int32_t>(n_draft, p.ngram.simple.size_m);
+        if (t == "ngram-map-k") n_draft = std::max<int32_t>(n_draft, p.ngram.map_k.size_m);
+        if (t == "ngram-map-k4v") n_draft = std::max<int32_t>(n_draft, p.ngram.map_k4v.size_m);
+        if (t == "ngram-mod") n_draft = std::max(n_draft, p.ngram.mod_n_max);
+        if (t == "ngram-cache") n_draft = std::max(n_draft, 8);
+    }
+    outputs_per_seq_ = static_cast<int32_t>(std::min<int64_t>(cp.n_batch, 1 + static_cast<int64_t>(std::max(0, n_draft))));
+    if (embeddings_) outputs_per_seq_ = 1;
+    if (cp.n_outputs_max_per_seq == 0) cp.n_outputs_max_per_seq = static_cast<uint32_t>(outputs_per_seq_);
+    outputs_per_seq_ = static_cast<int32_t>(cp.n_outputs_max_per_seq);
     ctx_ = std::make_unique<Context>(model_, cp);
     rs_only_ = llama_model_is_recurrent(model_->get()) || llama_model_is_hybrid(model_->get());
     n_swa_ = cp.swa_full ? 0 : llama_model_n_swa(model_->get());
@@ -102,8 +117,23 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
         if (p.draft_cpu_batch) dp.cpu_batch = *p.draft_cpu_batch;
         if (!p.draft_type_k.empty()) dp.type_k = p.draft_type_k;
         if (!p.draft_type_v.empty()) dp.type_v = p.draft_type_v;
+        dp.n_outputs_max_per_seq = 1;  // one row per sequence and draft decode
         dctx_ = std::make_unique<Context>(p.draft, dp);
         dbatch_ = std::make_unique<Batch>(static_cast<int32_t>(dctx_->n_batch()), 1);
+        if (p.draft_backend_sampling) {
+            // as llama.cpp's drafters: a top-k 10 chain per sequence inside the draft's graph;
+            // the host then picks from those 10 instead of scanning the vocabulary
+            for (int32_t i = 0; i < p.n_parallel; ++i) {
+                llama_sampler_ptr chain(llama_sampler_chain_init(llama_sampler_chain_default_params()));
+                llama_sampler_chain_add(chain.get(), llama_sampler_init_top_k(10));
+                if (!dctx_->set_sampler(i, chain.get())) {
+                    for (int32_t j = 0; j < i; ++j) dctx_->set_sampler(j, nullptr);  // kept on the host
+                    draft_chains_.clear();
+                    break;
+                }
+                draft_chains_.push_back(std::move(chain));
+            }
+        }
     }
     for (const auto & [path, scale] : p.lora) {
         lora_.push_back(std::make_shared<LoraAdapter>(model_, path));
@@ -150,6 +180,7 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
 
 Engine::~Engine() {
     stop();
+    for (size_t i = 0; i < draft_chains_.size(); ++i) dctx_->set_sampler(static_cast<llama_seq_id>(i), nullptr);
     for (int fd : pipe_) {
         if (fd >= 0) ::close(fd);
     }

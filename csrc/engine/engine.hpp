@@ -102,6 +102,8 @@ struct EngineParams {
     std::optional<CpuParams> draft_cpu_batch;
     std::string draft_type_k;
     std::string draft_type_v;
+    // --spec-draft-backend-sampling: the draft model's top-10 pick runs inside its graph
+    bool draft_backend_sampling = false;
 };
 
 struct SlotInfo {
@@ -134,6 +136,13 @@ struct Metrics {
     uint64_t n_draft_tokens = 0;    // drafted tokens sent for verification
     uint64_t n_draft_accepted = 0;  // of those, accepted by the target model
     uint64_t n_draft_steps = 0;     // verification steps
+    // where each sampled token was picked (backend sampling, -bs): by the sampler chain
+    // inside the graph; by the host after the chain's backend stages (a prefix of it) ran
+    // in the graph; wholly on the host. Tokens forced by synthetic acceptance count nowhere.
+    uint64_t n_sampled_backend = 0;
+    uint64_t n_sampled_split = 0;
+    uint64_t n_sampled_host = 0;
+    uint64_t n_draft_sampled_backend = 0;  // draft model tokens picked from the backend's top 10
 };
 
 class Engine {
@@ -195,6 +204,10 @@ private:
     void admit();
     bool step();
     void sample_slot(Slot & slot, int32_t row, llama_token forced = -1);
+    // backend sampling (sampling.cpp): the slot's chain attached to its sequence when its
+    // task asks for it and nothing needs the host's view of every logit; detached on release
+    void attach_sampler(Slot & slot);
+    void detach_sampler(Slot & slot);
     void finish(Slot & slot, StopReason reason);
     void fail_slot(Slot & slot, const std::string & kind, const std::string & msg);
     void make_kv_room();  // after a batch found the KV cache full
@@ -258,6 +271,8 @@ private:
     std::deque<std::shared_ptr<TaskState>> queue_;  // admitted to the engine, waiting for slots
     std::unique_ptr<Batch> batch_;
     std::vector<llama_token_data> cur_;
+    int32_t outputs_per_seq_ = 1;  // rows a backend-sampled sequence may have in one batch
+    std::vector<llama_sampler_ptr> draft_chains_;  // per sequence, attached to dctx_ (or empty)
 
     // inbox
     mutable std::mutex in_mu_;

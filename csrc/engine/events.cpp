@@ -35,6 +35,7 @@ void Engine::fail_slot(Slot & s, const std::string & kind, const std::string & m
 void Engine::release(Slot & s) {
     const bool prompting = s.state == Slot::State::Prompt;
     s.state = Slot::State::Idle;
+    detach_sampler(s);  // before the chain it points to is freed
     s.task.reset();
     s.chain.reset();
     s.grammar.reset();

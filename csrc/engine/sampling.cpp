@@ -14,17 +14,52 @@ namespace pyllama::engine {
 
 // `forced` >= 0: take that token instead of sampling (synthetic draft acceptance); it
 // advances the chain's history but not the grammar, as llama-server.
+void Engine::attach_sampler(Slot & s) {
+    const TaskParams & tp = s.task->params;
+    // llama-server's rules: no backend sampling with a grammar or a reasoning budget
+    // (common_sampler_init), nor when the logits before sampling are wanted (n_probs without
+    // post_sampling_probs). pyllama's own: n > 1 completions each sample the shared prompt's
+    // last row on the host (llama-server's children would read the parent's backend token).
+    const bool want = tp.sampling.backend_sampling && !s.grammar && !s.budget &&
+                      !(tp.n_probs > 0 && !tp.post_sampling_probs) && tp.n_cmpl == 1;
+    if (want && s.chain) s.backend = ctx_->set_sampler(s.id, s.chain->get());
+}
+
+void Engine::detach_sampler(Slot & s) {
+    if (!s.backend) return;
+    ctx_->set_sampler(s.id, nullptr);
+    s.backend = false;
+}
+
+// `forced` >= 0: take that token instead of sampling (synthetic draft acceptance); it
+// advances the chain's history but not the grammar, as llama-server.
 void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
     const TaskParams & tp = s.task->params;
     if (tp.n_predict == 0) {
         finish(s, StopReason::Limit);
         return;
     }
-    const float * logits = ctx_->logits_ith(row);
+    // backend sampling: the chain's backend stages ran in the graph; without raw logits
+    // for this row (llama.cpp copies none when every output's sequence samples there)
+    const Context::Sampled be = s.backend ? ctx_->sampled_ith(row) : Context::Sampled{};
+    const float * logits = nullptr;  // raw logits, read when the host needs them
+    auto raw = [&] {
+        if (!logits) logits = ctx_->logits_ith(row);
+        return logits;
+    };
     const auto n_vocab = static_cast<int32_t>(cur_.size());
     llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};
     auto fill = [&] {
-        for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
+        if (s.backend && be.n > 0) {
+            // the candidates the backend stages left (common_sampler's set_logits)
+            for (uint32_t i = 0; i < be.n; ++i) {
+                cur_[i] = llama_token_data{be.ids[i], be.logits ? be.logits[i] : 0.0f, be.probs ? be.probs[i] : 0.0f};
+            }
+            arr = llama_token_data_array{cur_.data(), be.n, -1, false};
+            return;
+        }
+        const float * l = raw();
+        for (int32_t i = 0; i < n_vocab; ++i) cur_[static_cast<size_t>(i)] = llama_token_data{i, l[i], 0.0f};
         arr = llama_token_data_array{cur_.data(), cur_.size(), -1, false};
     };
     auto run_chain = [&]() -> llama_token {
@@ -38,15 +73,43 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
     const bool grammar_on = s.grammar && (!budget || !tp.sampling.grammar_lazy ||
                                           budget_state == REASONING_BUDGET_IDLE || budget_state == REASONING_BUDGET_DONE);
     llama_token tok = forced;
+    uint64_t * where = nullptr;  // the counter this token adds to
     if (forced >= 0) {
-        // nothing to sample
+        // nothing to sample; a backend slot's probabilities come from its candidates
+        if (s.backend && tp.n_probs > 0) {
+            fill();
+            for (size_t i = 0; i < arr.size; ++i) {
+                if (arr.data[i].id == tok) arr.selected = static_cast<int64_t>(i);
+            }
+        }
+    } else if (s.backend && be.token >= 0) {
+        // the chain picked it in the graph; the candidates serve post-sampling probabilities
+        tok = be.token;
+        where = &metrics_.n_sampled_backend;
+        if (tp.n_probs > 0) {
+            fill();
+            for (size_t i = 0; i < arr.size; ++i) {
+                if (arr.data[i].id == tok) arr.selected = static_cast<int64_t>(i);
+            }
+        }
+    } else if (s.backend) {
+        // the chain's backend prefix ran in the graph (its apply skips those stages now)
+        fill();
+        tok = run_chain();
+        where = &metrics_.n_sampled_split;
     } else if (s.task->greedy && budget_state != REASONING_BUDGET_FORCING) {
         // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
-        tok = greedy_pick(logits, n_vocab, s.task->bias);
+        tok = greedy_pick(raw(), n_vocab, s.task->bias);
+        where = &metrics_.n_sampled_host;
     } else {
         fill();
         if (budget) llama_sampler_apply(budget, &arr);
         tok = run_chain();
+        where = &metrics_.n_sampled_host;
+    }
+    if (where) {
+        std::lock_guard<std::mutex> lk(pub_mu_);
+        ++*where;
     }
     if (forced < 0 && tok >= 0 && grammar_on) {
         // As llama-server: check the sampled token alone against the grammar (cheap); only
@@ -85,15 +148,17 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
     ev.token = tok;
     if (tp.n_probs > 0) {
         const auto n = static_cast<size_t>(tp.n_probs);
-        if (tp.post_sampling_probs && forced < 0) {
+        if (s.backend || (tp.post_sampling_probs && forced < 0)) {
             // probabilities of the candidates the chain left (p is set by its final stage)
             std::vector<llama_token_data> c(arr.data, arr.data + arr.size);
             const size_t k = std::min(n, c.size());
             std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(),
                               [](const auto & a, const auto & b) { return a.p > b.p; });
             for (size_t i = 0; i < k; ++i) ev.top.push_back({c[i].id, std::log(std::max(c[i].p, 1e-30f))});
-            ev.logprob = std::log(std::max(arr.data[arr.selected].p, 1e-30f));
+            const float p_tok = arr.selected >= 0 ? arr.data[arr.selected].p : 0.0f;
+            ev.logprob = std::log(std::max(p_tok, 1e-30f));
         } else {
+            logits = raw();
             float mx = logits[0];
             for (int32_t i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
             double sum = 0.0;

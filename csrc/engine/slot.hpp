@@ -57,6 +57,7 @@ struct Engine::Slot {
     std::optional<Sampler> chain;
     std::optional<Sampler> grammar;
     std::optional<Sampler> budget;
+    bool backend = false;  // `chain` is attached to the context for sequence `id`
     std::optional<TextStream> text;
     int32_t n_decoded = 0;
     bool truncated = false;  // the context was shifted: tokens were dropped

@@ -44,6 +44,18 @@ llama_token pick(const float * logits, int32_t n_vocab, float & p_top) {
     return best;
 }
 
+// The same pick among candidates a backend top-k stage left (ids[i] has logits[i]).
+llama_token pick_among(const llama_token * ids, const float * logits, uint32_t n, float & p_top) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; ++i) {
+        if (logits[i] > logits[best] || (logits[i] == logits[best] && ids[i] < ids[best])) best = i;
+    }
+    double sum = 0.0;
+    for (uint32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - logits[best]));
+    p_top = static_cast<float>(1.0 / sum);
+    return ids[best];
+}
+
 }  // namespace
 
 // Room: sampled + drafts must stay inside the slot's context (one cell spare, as
@@ -89,7 +101,17 @@ void Engine::draft_all() {
     auto take = [&](size_t i, int32_t row) {
         Slot & s = *drafting[i];
         float p = 0.0f;
-        const llama_token t = pick(dctx_->logits_ith(row), n_vocab, p);
+        llama_token t = -1;
+        if (!draft_chains_.empty()) {
+            // --spec-draft-backend-sampling: the top 10 came out of the draft's graph
+            const Context::Sampled be = dctx_->sampled_ith(row);
+            if (be.n > 0 && be.logits) {
+                t = pick_among(be.ids, be.logits, be.n, p);
+                std::lock_guard<std::mutex> lk(pub_mu_);
+                metrics_.n_draft_sampled_backend++;
+            }
+        }
+        if (t < 0) t = pick(dctx_->logits_ith(row), n_vocab, p);
         if (p < p_min[i]) {
             live[i] = false;
             return;

@@ -219,7 +219,9 @@ class Settings:
     prefix_share: bool = True  # --prefix-share (pyllama's): shared prompt prefixes copied
     prefix_share_min: int = 32
     cont_batching: bool = True  # -nocb: prompts wait for a step where nothing generates
-    spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: none (-md drafts with draft-simple only)
+    backend_sampling: bool = False  # -bs: every request's default backend_sampling
+    draft_backend_sampling: bool = True  # --[no-]spec-draft-backend-sampling (llama-server: on)
+    spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: none
     ngram: NgramOptions = field(default_factory=NgramOptions)  # for --spec-type ngram-*
     spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off
     max_queue: int = 256  # requests waiting for a slot before 503

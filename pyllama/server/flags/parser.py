@@ -352,7 +352,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         action="store_true",
         env="LLAMA_ARG_BACKEND_SAMPLING",
         conv=env_bool,
-        help="accepted for llama-server compatibility; pyllama samples on the host",
+        help="sample inside the decode graph by default (a request's backend_sampling); "
+        "a grammar, a reasoning budget or n_probs without post_sampling_probs keep it on the host",
     )
     section("speculative")
     flag("--spec-type", env="LLAMA_ARG_SPEC_TYPE", help="none or draft-simple (comma list)")

@@ -115,7 +115,7 @@ def add_speculative_flags(t: FlagTable) -> None:
         ["--no-spec-draft-backend-sampling"],
         "draft_backend_sampling",
         "LLAMA_ARG_SPEC_DRAFT_BACKEND_SAMPLING",
-        "draft sampling on the backend; pyllama samples on the host either way",
+        "the draft model's top-10 pick inside its graph (default: on)",
     )
     for name, default, *_ in _NGRAM:
         flag(

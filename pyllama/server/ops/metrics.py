@@ -47,6 +47,10 @@ _COUNTERS = (
     "n_draft_tokens",
     "n_draft_accepted",
     "n_draft_steps",
+    "n_sampled_backend",
+    "n_sampled_split",
+    "n_sampled_host",
+    "n_draft_sampled_backend",
 )
 
 
@@ -286,6 +290,31 @@ class MetricsBook:
                 "spec_decode_num_drafts_total",
                 "Speculative: Total speculative decoding verification steps",
                 m["n_draft_steps"],
+            ),
+            (
+                "counter",
+                "tokens_sampled_backend_total",
+                "Tokens the sampler chain picked inside the decode graph (backend sampling).",
+                m["n_sampled_backend"],
+            ),
+            (
+                "counter",
+                "tokens_sampled_split_total",
+                "Tokens the host picked after the chain's backend stages ran in the graph.",
+                m["n_sampled_split"],
+            ),
+            (
+                "counter",
+                "tokens_sampled_host_total",
+                "Tokens sampled wholly on the host.",
+                m["n_sampled_host"],
+            ),
+            (
+                "counter",
+                "draft_tokens_sampled_backend_total",
+                "Draft model tokens picked from the top 10 its graph kept "
+                "(--spec-draft-backend-sampling).",
+                m["n_draft_sampled_backend"],
             ),
         ]
         lines = []

@@ -54,6 +54,7 @@ class Sampling(Body):
     logit_bias: dict[str, float] | list[list[Any]] | None = None
     n_probs: int | None = Field(None, ge=0, le=100)
     post_sampling_probs: bool = False
+    backend_sampling: bool | None = None  # None: the server's (-bs)
     stop: Stop = None
     n_predict: int | None = Field(None, ge=-1, le=MAX_TOKENS)
     cache_prompt: bool | None = None  # None: the server's (--no-cache-prompt)

@@ -22,7 +22,15 @@ from pyllama.server.pipeline.budget import reasoning_budget
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState
 
-__all__ = ["SAMPLING_FIELDS", "Options", "make_tasks", "stops", "submit", "tokenize_prompts"]
+__all__ = [
+    "SAMPLING_FIELDS",
+    "Options",
+    "backend_sampling",
+    "make_tasks",
+    "stops",
+    "submit",
+    "tokenize_prompts",
+]
 
 SAMPLING_FIELDS = [
     "top_k",
@@ -198,6 +206,7 @@ def make_tasks(
         n_predict = s.n_predict
     lora = _lora_scales(state, req.lora)
     reasoning = opts.reasoning or reasoning_budget(model, s, req)
+    sampling.backend_sampling = backend_sampling(req, s.backend_sampling, sampling, reasoning)
     if s.log_prompts_dir:
         log_prompts(s.log_prompts_dir, model, prompts)
     tasks = []
@@ -236,6 +245,21 @@ def make_tasks(
             t.lora_scales = lora
         tasks.append(t)
     return tasks
+
+
+def backend_sampling(
+    req: Sampling, default: bool, sampling: _core.SamplingParams, rb: _core.ReasoningBudget
+) -> bool:
+    """A request's ``backend_sampling`` (``-bs`` its default), off where llama-server's
+    ``common_sampler_init`` turns it off: with a grammar, or with a reasoning budget stage
+    (armed as ``build_reasoning_budget`` arms it). The engine also keeps a task on the host
+    for ``n_probs`` without ``post_sampling_probs`` and for ``n`` > 1, where llama-server
+    still reports true."""
+    asked = default if req.backend_sampling is None else req.backend_sampling
+    armed = (
+        bool(rb.start) and bool(rb.end) and (sampling.grammar_lazy or rb.budget >= 0 or rb.control)
+    )
+    return bool(asked) and not sampling.grammar and not armed
 
 
 _prompt_count = itertools.count()

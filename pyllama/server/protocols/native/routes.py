@@ -65,6 +65,7 @@ def generation_settings(
         sampling.temperature = s.temperature
         if s.seed >= 0:
             sampling.seed = s.seed
+        sampling.backend_sampling = s.backend_sampling
     out: dict[str, Any] = {name: getattr(sampling, name) for name in _SAMPLING_SETTINGS}
     n_predict = s.n_predict
     if req is not None:
@@ -86,6 +87,7 @@ def generation_settings(
             "stream": bool(req is not None and req.stream),
             "n_probs": (req.n_probs or 0) if req is not None else 0,
             "post_sampling_probs": bool(req is not None and req.post_sampling_probs),
+            "backend_sampling": sampling.backend_sampling,
             "timings_per_token": bool(req is not None and req.timings_per_token),
             "grammar_lazy": sampling.grammar_lazy,
             "n_ctx": state.n_ctx_slot,
@@ -296,7 +298,7 @@ async def health(request: Request) -> Response:
 def _default_params(state: ServerState) -> dict[str, Any]:
     """/props ``default_generation_settings.params``: the defaults a /completion request
     runs with. A raw completion parses no chat (llama-server's "Content-only" format, no
-    reasoning split, no generation prompt), and pyllama samples on the host."""
+    reasoning split, no generation prompt), -bs as backend_sampling."""
     params = generation_settings(state)
     params.update(
         {
@@ -304,7 +306,6 @@ def _default_params(state: ServerState) -> dict[str, Any]:
             "reasoning_format": "none",
             "reasoning_in_content": False,
             "generation_prompt": "",
-            "backend_sampling": False,
         }
     )
     if state.engine is not None:  # the adapters' default scales (asleep: not known)
