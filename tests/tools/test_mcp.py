@@ -54,6 +54,7 @@ def url(tmp_path_factory):
         yield url
 
 
+@pytest.mark.flag_effect("--mcp-servers-json")
 def test_tools_are_listed_with_the_server_prefix(url):
     tools = httpx.get(url + "/tools").json()
     names = [t["tool"] for t in tools]
@@ -131,6 +132,7 @@ def test_without_tools_the_endpoint_is_forbidden(tmp_path):
             assert r.json()["error"]["type"] == "feature_disabled"
 
 
+@pytest.mark.flag_effect("--mcp-servers-config")
 def test_tools_need_the_api_key_and_a_config_file_works(tmp_path):
     config = tmp_path / "mcp.json"
     config.write_text(_servers(t=_mcp()))
@@ -143,8 +145,17 @@ def test_tools_need_the_api_key_and_a_config_file_works(tmp_path):
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--mcp-servers-json", "not json", "failed to parse MCP config JSON"),
-        ("--mcp-servers-config", "/nonexistent/mcp.json", "failed to open MCP config file"),
+        ("--mcp-servers-json", "not json", "--mcp-servers-json: failed to parse MCP config JSON"),
+        (
+            "--mcp-servers-config",
+            "/nonexistent/mcp.json",
+            "--mcp-servers-config: failed to open MCP config file: /nonexistent/mcp.json",
+        ),
+        (
+            "--mcp-servers-json",
+            '{"mcpServers": {"t": {"command": 1}}}',
+            "--mcp-servers-json: MCP server 't': command must be a str",
+        ),
     ],
 )
 def test_a_bad_config_stops_the_server_from_starting(flag, value, message):

@@ -59,18 +59,24 @@ def parse_mcp_json(text: str) -> list[McpServerConfig]:
 
 def load_mcp_configs(path: str | None, inline: str | None) -> list[McpServerConfig]:
     """Both sources, file first; a name already defined is skipped. Raises ``ValueError``
-    for an unreadable file or bad JSON (the server then refuses to start)."""
-    texts = []
+    for an unreadable file or bad JSON, naming the flag that gave it (the server then
+    refuses to start)."""
+    texts: list[tuple[str, str]] = []
     if path:
         try:
-            texts.append(Path(path).read_text(encoding="utf-8"))
+            texts.append(("--mcp-servers-config", Path(path).read_text(encoding="utf-8")))
         except OSError as e:
-            raise ValueError(f"failed to open MCP config file: {path}: {e.strerror}") from None
+            raise ValueError(
+                f"--mcp-servers-config: failed to open MCP config file: {path}: {e.strerror}"
+            ) from None
     if inline:
-        texts.append(inline)
+        texts.append(("--mcp-servers-json", inline))
     configs: dict[str, McpServerConfig] = {}
-    for text in texts:
-        parsed = parse_mcp_json(text)
+    for flag, text in texts:
+        try:
+            parsed = parse_mcp_json(text)
+        except ValueError as e:
+            raise ValueError(f"{flag}: {e}") from None
         if not parsed:
             log.warning("MCP config: no servers found in JSON")
         for cfg in parsed:
