@@ -45,6 +45,8 @@ class Sampling(Body):
     mirostat_tau: float | None = Field(None, ge=0.0)
     mirostat_eta: float | None = Field(None, ge=0.0)
     top_n_sigma: float | None = None
+    adaptive_target: float | None = Field(None, le=1.0)  # negative: adaptive-p is off
+    adaptive_decay: float | None = Field(None, ge=0.0, le=0.99)
     min_keep: int | None = Field(None, ge=0, le=1 << 16)
     seed: int | None = Field(None, ge=-1, le=(1 << 32) - 1)
     ignore_eos: bool | None = None

@@ -54,6 +54,8 @@ SAMPLING_FIELDS = [
     "mirostat_tau",
     "mirostat_eta",
     "top_n_sigma",
+    "adaptive_target",
+    "adaptive_decay",
     "min_keep",
     "ignore_eos",
     "samplers",

@@ -43,8 +43,6 @@ _SAMPLING_SETTINGS = (
     "seed",
     "temperature",
     *tasks.SAMPLING_FIELDS,
-    "adaptive_target",
-    "adaptive_decay",
     "grammar",
 )
 
