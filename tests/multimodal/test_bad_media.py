@@ -177,6 +177,7 @@ def media_server(
         yield url, media
 
 
+@pytest.mark.flag_effect("--media-path", "--mmproj")
 def test_media_path(media_server: tuple[str, Path]) -> None:  # item 21
     url, _ = media_server
     assert _chat(url, _image("file://cat.png")).status_code == 200

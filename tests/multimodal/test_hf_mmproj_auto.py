@@ -31,6 +31,7 @@ def _modalities(url: str) -> dict:
     return httpx.get(url + "/props").json()["modalities"]
 
 
+@pytest.mark.flag_effect("--no-mmproj-auto")
 @pytest.mark.parametrize(("flags", "vision"), [([], True), (["--no-mmproj-auto"], False)])
 def test_hf_model_comes_with_its_projector(hub_cache: Path, flags: list[str], vision: bool):
     args = ["-hf", "test-org/tiny-GGUF:Q8_0", "--offline", "-c", "1024", "-t", "2", *flags]
