@@ -6,12 +6,17 @@ model's thread counts. Standard library only."""
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 
 from pyllama.server.flags.table import FlagTable
 from pyllama.server.settings import CpuPlacement
 
 __all__ = ["add_cpu_flags", "cpu_placements"]
+
+log = logging.getLogger("pyllama.server")
+_FIELDS = ("mask", "range", "strict", "prio", "poll")
+_OPTION = {"mask": "cpu-mask", "range": "cpu-range", "strict": "cpu-strict"}  # else the field
 
 _ROLES = {
     # role: (section, flag suffix, short-option suffix, --spec-draft-* spellings)
@@ -100,7 +105,7 @@ def _placement(a: argparse.Namespace, role: str, base: CpuPlacement | None) -> C
     """The role's placement, its unset fields taken from ``base`` (llama-server's
     "default: same as ..."); None when nothing is set and there is no base."""
     dest = f"cpu_{role}_" if role else "cpu_"
-    fields = {k: getattr(a, dest + k, None) for k in ("mask", "range", "strict", "prio", "poll")}
+    fields = {k: getattr(a, dest + k, None) for k in _FIELDS}
     if all(v is None for v in fields.values()):
         return base
     start = base or CpuPlacement()
@@ -110,8 +115,9 @@ def _placement(a: argparse.Namespace, role: str, base: CpuPlacement | None) -> C
     if rng is not None and not re.fullmatch(r"\d*-\d*", rng):
         raise ValueError(f"invalid range {rng!r} (--cpu-range{_ROLES[role][1]}: lo-hi)")
     prio = start.priority if fields["prio"] is None else fields["prio"]
-    if not -1 <= prio <= 3:
-        raise ValueError(f"invalid value for --prio{_ROLES[role][1]}: {prio} (-1 ... 3)")
+    low = -1 if role == "" else 0  # llama-server takes low (-1) for --prio only
+    if fields["prio"] is not None and not low <= prio <= 3:
+        raise ValueError(f"invalid value for --prio{_ROLES[role][1]}: {prio} ({low} ... 3)")
     poll = start.poll if fields["poll"] is None else fields["poll"]
     if not 0 <= poll <= 100:
         raise ValueError(f"invalid value for --poll{_ROLES[role][1]}: {poll} (0 ... 100)")
@@ -128,7 +134,20 @@ def cpu_placements(a: argparse.Namespace) -> dict[str, CpuPlacement | None]:
     """ContextOptions' cpu, cpu_batch, draft_cpu and draft_cpu_batch; ValueError names a
     bad option."""
     cpu = _placement(a, "", None) or CpuPlacement()
-    batch = _placement(a, "batch", cpu)
+    # llama-server: without --threads-batch the batch pool is the main one, whatever the
+    # -batch placement options say (said in the log); with it, they start from defaults
+    if getattr(a, "n_threads_batch", -1) == -1:
+        named = [k for k in _FIELDS if getattr(a, f"cpu_batch_{k}", None) is not None]
+        _placement(a, "batch", cpu)  # still validated
+        if named:
+            log.warning(
+                "the batch threads are the main threads without --threads-batch, as in "
+                "llama-server: %s ignored",
+                ", ".join(f"--{_OPTION.get(k, k)}-batch" for k in named),
+            )
+        batch = cpu
+    else:
+        batch = _placement(a, "batch", None) or CpuPlacement()
     draft = _placement(a, "draft", None)
     return {
         "cpu": cpu,
