@@ -88,6 +88,7 @@ def test_refuses_a_bad_manifest_or_blob(registry, tmp_path: Path) -> None:
     assert not list((tmp_path / "cache").glob("*"))  # nothing half-written left
 
 
+@pytest.mark.flag_effect("--docker-repo")
 def test_server_serves_a_cached_docker_model(smollm_path: str, tmp_path: Path) -> None:
     (tmp_path / "ai_smollm2_latest.gguf").symlink_to(smollm_path)
     args = ["-dr", "smollm2", "--offline", "-c", "512", "-t", "2"]

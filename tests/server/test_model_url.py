@@ -63,6 +63,7 @@ def test_into_the_cache_then_offline(
         assert _answers(url) == first
 
 
+@pytest.mark.flag_effect("--model")
 def test_into_the_model_path_as_llama_server(
     files: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

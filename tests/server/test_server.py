@@ -300,6 +300,7 @@ def test_slot_save_restore_erase(smollm_path, tmp_path):  # item 21
         assert http.post(url + "/slots/9?action=erase").status_code == 400
 
 
+@pytest.mark.flag_effect("--lora")
 def test_lora_adapters_endpoint(smollm_path, tmp_path):
     from helpers.lora_adapter import write_lora
 
