@@ -1,6 +1,7 @@
 """The model-loading and context options act as in llama-server, read from the -v log of
 both servers for the same command line: the tensors whose buffer type -ot, -ncffn and -otd
-override (each model's load), CPU_REPACK's line (gone with --no-repack), each context's size
+override (each model's load), CPU_REPACK's line (gone with --no-repack),
+the model buffers (mapped unless --load-mode none), each context's size
 and KV cache lines (--kv-unified-per-slot, the draft's -ctkd/-ctvd), --defrag-thold's
 deprecation warning. With --fit off each model is loaded once: the model, then the draft."""
 
@@ -34,6 +35,7 @@ def load_facts(cmd: list[str]) -> dict[str, object]:
     return {
         "overridden": [sorted(set(OVERRIDDEN.findall(load))) for load in loads],
         "repack": [REPACK in load for load in loads],
+        "buffers": [re.findall(r"load_tensors: +(\S+) model buffer size", load) for load in loads],
         "contexts": [re.sub(r" +", " ", m.group(1)) for m in CONTEXT.finditer(text)],
         "deprecated": DEPRECATED in text,
     }
@@ -47,13 +49,13 @@ def model_and_draft(smollm_path: str) -> list[str]:
 FLAGS = [
     *("-ot", r"blk\.5\.attn_k.*=CPU", "-ncffn", "1", "--no-repack", "--defrag-thold", "0.1"),
     *("-np", "2", "--kv-unified-per-slot", "512", "-ctkd", "q8_0", "-ctvd", "q4_0"),
-    *("-otd", r"blk\.3\.attn_q.*=CPU"),
+    *("-otd", r"blk\.3\.attn_q.*=CPU", "--load-mode", "none"),
 ]
 
 
 @pytest.mark.flag_effect(
     "--override-tensor", "--n-cpu-ffn", "--no-repack", "--defrag-thold", "--kv-unified-per-slot",
-    "--cache-type-k-draft", "--cache-type-v-draft", "--override-tensor-draft",
+    "--cache-type-k-draft", "--cache-type-v-draft", "--override-tensor-draft", "--load-mode",
 )  # fmt: skip
 def test_loads_and_contexts_are_llama_servers(model_and_draft: list[str]) -> None:
     common = [*model_and_draft, "-t", "2", "-v", "--fit", "off", "--no-warmup"]
@@ -70,6 +72,7 @@ def test_loads_and_contexts_are_llama_servers(model_and_draft: list[str]) -> Non
     ], main
     assert draft == [("blk.3.attn_q.weight", "CPU")], draft
     assert ours["repack"] == [False, False]
+    assert plain["buffers"] == [["CPU_Mapped"]] * 2 and ours["buffers"] == [["CPU"]] * 2
     assert ours["contexts"] != plain["contexts"], ours["contexts"]
     assert any("n_ctx = 1024" in line for line in ours["contexts"]), ours["contexts"]
     assert any("K (q8_0)" in line and "V (q4_0)" in line for line in ours["contexts"])
