@@ -45,7 +45,13 @@ def _chat(url: str, **extra: object) -> dict:
 @pytest.mark.parametrize(
     ("extra", "cut"),
     [
-        ({}, "OK."),  # the server's budget (5) and message
+        pytest.param(  # the server's budget (5) and message; its template thinks
+            {},
+            "OK.",
+            marks=pytest.mark.flag_effect(
+                "--reasoning-budget", "--reasoning-budget-message", "--chat-template-file"
+            ),
+        ),
         ({"reasoning_budget_tokens": -1}, "OK."),  # -1: the server's
         ({"thinking_budget_tokens": 0}, "."),
         ({"reasoning_budget_tokens": 2, "reasoning_budget_message": " Hmm."}, "Hmm."),

@@ -169,7 +169,7 @@ def plan_chat(
     if detect_format(template.source).generic:
         msgs = generic_history(msgs)
     thinking = state.settings.reasoning  # --reasoning on|off|auto
-    extra = {**state.settings.chat_template_kwargs, **(template_kwargs or {})}
+    extra = _thinking_context({**state.settings.chat_template_kwargs, **(template_kwargs or {})})
     if thinking == "off":
         extra.setdefault("enable_thinking", False)
     extra.update(template_context(fmt or detect_format(template.source), render_tools or []))
@@ -217,6 +217,28 @@ def plan_chat(
             plan.preserved.append(tok)
     plan.trigger_patterns = triggers
     return plan
+
+
+def _thinking_context(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The template kwargs with what llama.cpp derives from them: ``preserve_reasoning``
+    (on unless --no-reasoning-preserve or the request says otherwise) sets
+    ``preserve_thinking`` and its opposites ``clear_thinking``, ``truncate_history_thinking``,
+    ``drop_thinking``; ``reasoning_effort`` also sets ``reasoning_strength``. A kwarg given
+    by name wins over a derived one, as in llama.cpp's render."""
+    derived: dict[str, Any] = {}
+    kwargs = {"preserve_reasoning": True, **kwargs}
+    keep = kwargs["preserve_reasoning"]
+    if isinstance(keep, bool):
+        derived = {
+            "preserve_thinking": keep,
+            "clear_thinking": not keep,
+            "truncate_history_thinking": not keep,
+            "drop_thinking": not keep,
+        }
+    effort = kwargs.get("reasoning_effort")
+    if isinstance(effort, str) and effort:
+        derived["reasoning_strength"] = effort
+    return {**derived, **kwargs}
 
 
 def _continuation(
