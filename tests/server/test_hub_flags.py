@@ -93,24 +93,72 @@ def test_hf_repo_draft_fetches_the_draft(
     assert len(cached) == 1
 
 
+def _preset(flag: str, repo: str, mark: pytest.MarkDecorator) -> object:
+    return pytest.param(flag, repo, marks=mark, id=flag)
+
+
 PRESETS = [
-    ("--embd-gemma-default", "ggml-org/embeddinggemma-300M-qat-q4_0-GGUF"),
-    ("--fim-qwen-1.5b-default", "ggml-org/Qwen2.5-Coder-1.5B-Q8_0-GGUF"),
-    ("--fim-qwen-3b-default", "ggml-org/Qwen2.5-Coder-3B-Q8_0-GGUF"),
-    ("--fim-qwen-7b-default", "ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF"),
-    ("--fim-qwen-7b-spec", "ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF"),
-    ("--fim-qwen-14b-spec", "ggml-org/Qwen2.5-Coder-14B-Q8_0-GGUF"),
-    ("--fim-qwen-30b-default", "ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF"),
-    ("--gpt-oss-20b-default", "ggml-org/gpt-oss-20b-GGUF"),
-    ("--gpt-oss-120b-default", "ggml-org/gpt-oss-120b-GGUF"),
-    ("--vision-gemma-4b-default", "ggml-org/gemma-3-4b-it-qat-GGUF"),
-    ("--vision-gemma-12b-default", "ggml-org/gemma-3-12b-it-qat-GGUF"),
+    _preset(
+        "--embd-gemma-default",
+        "ggml-org/embeddinggemma-300M-qat-q4_0-GGUF",
+        pytest.mark.flag_effect("--embd-gemma-default"),
+    ),
+    _preset(
+        "--fim-qwen-1.5b-default",
+        "ggml-org/Qwen2.5-Coder-1.5B-Q8_0-GGUF",
+        pytest.mark.flag_effect("--fim-qwen-1.5b-default"),
+    ),
+    _preset(
+        "--fim-qwen-3b-default",
+        "ggml-org/Qwen2.5-Coder-3B-Q8_0-GGUF",
+        pytest.mark.flag_effect("--fim-qwen-3b-default"),
+    ),
+    _preset(
+        "--fim-qwen-7b-default",
+        "ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF",
+        pytest.mark.flag_effect("--fim-qwen-7b-default"),
+    ),
+    _preset(
+        "--fim-qwen-7b-spec",
+        "ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF",
+        pytest.mark.flag_effect("--fim-qwen-7b-spec"),
+    ),
+    _preset(
+        "--fim-qwen-14b-spec",
+        "ggml-org/Qwen2.5-Coder-14B-Q8_0-GGUF",
+        pytest.mark.flag_effect("--fim-qwen-14b-spec"),
+    ),
+    _preset(
+        "--fim-qwen-30b-default",
+        "ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF",
+        pytest.mark.flag_effect("--fim-qwen-30b-default"),
+    ),
+    _preset(
+        "--gpt-oss-20b-default",
+        "ggml-org/gpt-oss-20b-GGUF",
+        pytest.mark.flag_effect("--gpt-oss-20b-default"),
+    ),
+    _preset(
+        "--gpt-oss-120b-default",
+        "ggml-org/gpt-oss-120b-GGUF",
+        pytest.mark.flag_effect("--gpt-oss-120b-default"),
+    ),
+    _preset(
+        "--vision-gemma-4b-default",
+        "ggml-org/gemma-3-4b-it-qat-GGUF",
+        pytest.mark.flag_effect("--vision-gemma-4b-default"),
+    ),
+    _preset(
+        "--vision-gemma-12b-default",
+        "ggml-org/gemma-3-12b-it-qat-GGUF",
+        pytest.mark.flag_effect("--vision-gemma-12b-default"),
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     ("preset", "repo"),
-    [pytest.param(p, r, marks=pytest.mark.flag_effect(p), id=p) for p, r in PRESETS],
+    PRESETS,
 )
 def test_a_preset_asks_the_hub_for_its_model(
     fake_hub: FakeHub, tmp_path: Path, preset: str, repo: str
