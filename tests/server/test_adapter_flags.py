@@ -15,6 +15,7 @@ from pyllama import _core
 
 from helpers.control_vector import write_control_vector
 from helpers.lora_adapter import write_lora
+from helpers.peer import running_peer
 from helpers.servers import running_server
 
 BASE = ("-t", "2", "-c", "512", "-np", "1", "--no-warmup")
@@ -102,3 +103,17 @@ def test_control_vector_layer_range_limits_the_layers_it_steers(
     beyond = ("--control-vector-layer-range", "100", "200")  # no layer of the model's 30
     with running_server("-m", smollm_path, *BASE, *cv, *beyond) as url:
         assert _greedy(url) == baseline
+
+
+@pytest.mark.flag_effect("--lora-scaled", "--control-vector-scaled", "--control-vector-layer-range")
+def test_scaled_adapters_say_what_llama_server_says(
+    smollm_path: str, adapter: Path, control_vector: Path, baseline: str
+) -> None:
+    args = ("-m", smollm_path, *BASE, "--lora-scaled", f"{adapter}:0.5")
+    args += ("--control-vector-scaled", f"{control_vector}:2", "--control-vector-layer-range")
+    args += ("3", "20")
+    with running_peer(*args) as url:
+        theirs = _greedy(url)
+    with running_server(*args) as url:
+        ours = _greedy(url)
+    assert ours == theirs != baseline
