@@ -20,6 +20,9 @@ import pytest
 from helpers.peer import require_peer
 from helpers.servers import PYLLAMA_SERVER, start_process, stop_process, wait_healthy
 
+# two threads pinned to one CPU would spin-wait on each other at every barrier: OpenMP
+# sleeps instead (placement is unchanged)
+PASSIVE = {"OMP_WAIT_POLICY": "passive"}
 Seen = frozenset[tuple[str, int, int]]  # (Cpus_allowed_list, nice, policy)
 FIFO, BATCH = 1, 3  # SCHED_FIFO, SCHED_BATCH: a thread's medium (1) and low (-1) priority
 
@@ -47,7 +50,7 @@ def placed_after_requests(cmd: list[str], n_predicts: tuple[int, ...]) -> list[S
     leaves the prompt's batch as the last compute, two a one-token decode."""
     found = re.search(r"Cpus_allowed_list:\s*(\S+)", Path("/proc/self/status").read_text())
     assert found
-    proc, url = start_process(cmd)
+    proc, url = start_process(cmd, env=PASSIVE)
     seen: list[Seen] = []
     try:
         wait_healthy(url, proc)
@@ -112,3 +115,32 @@ def test_compute_threads_are_placed_as_llama_servers(smollm_path: str, case: str
     assert ours == expected, ours
     # llama-server's extra OpenMP threads may keep an earlier compute's placement
     assert all(e <= t for e, t in zip(expected, theirs, strict=True)), theirs
+
+
+# The draft context computes with its own thread counts on the model's placement (strict
+# over CPUs 0-1 here: two threads show as two placed threads, one thread as none).
+# llama-server attaches no threadpool to its draft context, so its draft threads carry no
+# placement to compare with: it takes -td/-tbd for the counts alone.
+DRAFT_CASES = {
+    "draft threads": (["-td", "2"], [{("0", 0, 0), ("1", 0, 0)}]),
+    "draft batch threads": (["-tbd", "2"], [{("0", 0, 0), ("1", 0, 0)}]),
+    "one draft thread": ([], [set()]),
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param("draft threads", marks=pytest.mark.flag_effect("--threads-draft")),
+        pytest.param("draft batch threads", marks=pytest.mark.flag_effect("--threads-batch-draft")),
+        "one draft thread",
+    ],
+)
+def test_draft_threads_are_llama_servers(smollm_path: str, case: str) -> None:
+    if os.sched_getaffinity(0) != {0, 1}:
+        pytest.skip("the expected affinities are written for a process on CPUs 0-1 only")
+    flags, expected = DRAFT_CASES[case]
+    common = ["-m", smollm_path, "-md", smollm_path, "--spec-type", "draft-simple", "-c", "512"]
+    common += ["-t", "1", "-C", "0x3", "--cpu-strict", "1", "--no-warmup", *flags]
+    ours = placed_after_requests([*PYLLAMA_SERVER, *common], (4,))
+    assert ours == expected, ours
