@@ -161,7 +161,9 @@ class ServerState:
             type_v=s.cache_type_v,
             kv_unified=unified,
             max_queue=s.max_queue,
-            slot_prompt_similarity=s.slot_prompt_similarity,
+            # llama-server: 0.0 turns the similarity choice off (least recently used slot);
+            # the engine picks a slot whose similarity is above the bound, never above 1.0
+            slot_prompt_similarity=s.slot_prompt_similarity or 1.0,
             context_shift=s.context_shift,
             n_keep=s.n_keep,
             lora=s.lora,

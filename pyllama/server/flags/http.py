@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import sys
 
 from pyllama.server.flags.paths import is_dir, read_text
 from pyllama.server.flags.table import FlagTable, env_bool
@@ -231,6 +232,14 @@ def http_options(a: argparse.Namespace) -> dict[str, object]:
     _video_flags(a)
     if a.reasoning_budget < -1:
         raise ValueError("--reasoning-budget: invalid value (-1, 0 or more)")
+    if a.log_prompts_dir:  # made at start, as llama-server; a failure only warns
+        try:
+            os.makedirs(a.log_prompts_dir, exist_ok=True)
+        except OSError as e:
+            print(
+                f"warning: failed to create prompts-log-dir '{a.log_prompts_dir}': {e.strerror}",
+                file=sys.stderr,
+            )
     if a.kv_unified_per_slot is not None and a.kv_unified_per_slot < 1:
         raise ValueError("--kv-unified-per-slot must be >= 1")
     if a.embd_normalize < -1:
