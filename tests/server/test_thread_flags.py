@@ -120,11 +120,23 @@ def test_compute_threads_are_placed_as_llama_servers(smollm_path: str, case: str
 # The draft context computes with its own thread counts on the model's placement (strict
 # over CPUs 0-1 here: two threads show as two placed threads, one thread as none).
 # llama-server attaches no threadpool to its draft context, so its draft threads carry no
-# placement to compare with: it takes -td/-tbd for the counts alone.
+# placement to compare with: it takes -td/-tbd for the counts alone, and the draft's own
+# placement options (-Cd, -Crd, --cpu-strict-draft, --prio-draft and their -batch-draft
+# forms) it parses and never reads. pyllama places the draft's threads with them.
 DRAFT_CASES = {
     "draft threads": (["-td", "2"], [{("0", 0, 0), ("1", 0, 0)}]),
     "draft batch threads": (["-tbd", "2"], [{("0", 0, 0), ("1", 0, 0)}]),
     "one draft thread": ([], [set()]),
+    "draft mask": (["-td", "2", "-Cd", "0x2"], [{("1", 0, 0)}]),
+    "draft range": (["-td", "2", "-Crd", "1-1"], [{("1", 0, 0)}]),
+    "draft strict": (
+        ["-td", "2", "-Cd", "0x3", "--cpu-strict-draft", "0", "--prio-draft", "1"],
+        [{("0-1", 0, FIFO)}],
+    ),
+    "draft batch": (
+        ["-tbd", "2", "-Cbd", "0x2", "--cpu-strict-batch-draft", "1", "--prio-batch-draft", "1"],
+        [{("1", 0, FIFO)}],
+    ),
 }
 
 
@@ -134,12 +146,25 @@ DRAFT_CASES = {
         pytest.param("draft threads", marks=pytest.mark.flag_effect("--threads-draft")),
         pytest.param("draft batch threads", marks=pytest.mark.flag_effect("--threads-batch-draft")),
         "one draft thread",
+        pytest.param("draft mask", marks=pytest.mark.flag_effect("--cpu-mask-draft")),
+        pytest.param("draft range", marks=pytest.mark.flag_effect("--cpu-range-draft")),
+        pytest.param(
+            "draft strict", marks=pytest.mark.flag_effect("--cpu-strict-draft", "--prio-draft")
+        ),
+        pytest.param(
+            "draft batch",
+            marks=pytest.mark.flag_effect(
+                "--cpu-mask-batch-draft", "--cpu-strict-batch-draft", "--prio-batch-draft"
+            ),
+        ),
     ],
 )
 def test_draft_threads_are_llama_servers(smollm_path: str, case: str) -> None:
     if os.sched_getaffinity(0) != {0, 1}:
         pytest.skip("the expected affinities are written for a process on CPUs 0-1 only")
     flags, expected = DRAFT_CASES[case]
+    if any(f.startswith("--prio") for f in flags) and os.geteuid() != 0:
+        pytest.skip("a real-time policy (--prio-draft 1) needs root")
     common = ["-m", smollm_path, "-md", smollm_path, "--spec-type", "draft-simple", "-c", "512"]
     common += ["-t", "1", "-C", "0x3", "--cpu-strict", "1", "--no-warmup", *flags]
     ours = placed_after_requests([*PYLLAMA_SERVER, *common], (4,))
