@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -169,3 +170,25 @@ def test_draft_threads_are_llama_servers(smollm_path: str, case: str) -> None:
     common += ["-t", "1", "-C", "0x3", "--cpu-strict", "1", "--no-warmup", *flags]
     ours = placed_after_requests([*PYLLAMA_SERVER, *common], (4,))
     assert ours == expected, ours
+
+
+def thread_count(cmd: list[str]) -> int:
+    """How many threads a server runs once healthy."""
+    proc, url = start_process(cmd)
+    try:
+        wait_healthy(url, proc)
+        time.sleep(0.3)  # threads started with the listener
+        return len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
+    finally:
+        stop_process(proc)
+
+
+@pytest.mark.flag_effect("--threads-http")
+def test_threads_http_sizes_a_pool_as_llama_servers(smollm_path: str) -> None:
+    """llama-server starts N HTTP threads; pyllama N worker threads for blocking request
+    work (pyllama/server/http/threads.py): four more threads for 5 than for 1 in both."""
+    common = ["-m", smollm_path, "-c", "512", "-t", "2", "--no-warmup"]
+    peer = [str(require_peer()), *common, "--no-webui"]
+    ours = [thread_count([*PYLLAMA_SERVER, *common, "--threads-http", n]) for n in ("1", "5")]
+    theirs = [thread_count([*peer, "--threads-http", n]) for n in ("1", "5")]
+    assert ours[1] - ours[0] == theirs[1] - theirs[0] == 4, (ours, theirs)
