@@ -78,6 +78,9 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
         embd_on_ = false;
     }
     n_ctx_slot_ = static_cast<int32_t>(llama_n_ctx_seq(ctx_->get()));
+    // embeddings always share one KV cache (above); a slot's limit stays what separate
+    // caches would give it, as llama-server's n_ctx per slot
+    if (embeddings_ && !p.ctx.kv_unified) n_ctx_slot_ /= std::max<int32_t>(1, p.n_parallel);
     if (p.n_ctx_slot_max > 0) n_ctx_slot_ = std::min(n_ctx_slot_, p.n_ctx_slot_max);
     projector_ = p.projector;
     if (projector_) {
