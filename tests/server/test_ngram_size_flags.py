@@ -5,6 +5,8 @@ counts, and the counts are llama-server's, started alike. (The text is plain dec
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -31,21 +33,23 @@ MOD = ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "8", "--spec-ngra
 DRAFT = ("-md", "MODEL", "--spec-type", "draft-simple", "--spec-draft-n-max", "3")
 
 
-def _case(flag: str, value: str, kind: tuple[str, ...]) -> object:
-    return pytest.param(kind, (flag, value), id=flag, marks=pytest.mark.flag_effect(flag))
+def _case(mark: Any, value: str, kind: tuple[str, ...]) -> Any:
+    """``kind``'s server with the flag ``mark`` names set to ``value``."""
+    flag = mark.args[0]
+    return pytest.param(kind, (flag, value), id=flag, marks=mark)
 
 
 CASES = [
-    _case("--spec-ngram-simple-size-n", "3", SIMPLE),
-    _case("--spec-ngram-simple-size-m", "4", SIMPLE),
-    _case("--spec-ngram-map-k-size-m", "4", MAP_K),
-    _case("--spec-ngram-map-k4v-size-m", "4", MAP_K4V),
-    _case("--spec-ngram-map-k4v-min-hits", "2", MAP_K4V),
-    _case("--spec-ngram-mod-n-max", "6", MOD),
+    _case(pytest.mark.flag_effect("--spec-ngram-simple-size-n"), "3", SIMPLE),
+    _case(pytest.mark.flag_effect("--spec-ngram-simple-size-m"), "4", SIMPLE),
+    _case(pytest.mark.flag_effect("--spec-ngram-map-k-size-m"), "4", MAP_K),
+    _case(pytest.mark.flag_effect("--spec-ngram-map-k4v-size-m"), "4", MAP_K4V),
+    _case(pytest.mark.flag_effect("--spec-ngram-map-k4v-min-hits"), "2", MAP_K4V),
+    _case(pytest.mark.flag_effect("--spec-ngram-mod-n-max"), "6", MOD),
     # the pinned llama-server takes no per-request speculative.n_min / p_min (server-schema.cpp
     # has them under #if 0), so each needs its own server
-    _case("--spec-draft-n-min", "3", DRAFT),
-    _case("--draft-p-min", "0.9", DRAFT),
+    _case(pytest.mark.flag_effect("--spec-draft-n-min"), "3", DRAFT),
+    _case(pytest.mark.flag_effect("--draft-p-min"), "0.9", DRAFT),
 ]
 
 
