@@ -3,7 +3,9 @@ both servers for the same command line: the tensors whose buffer type -ot, -ncff
 override (each model's load), CPU_REPACK's line (gone with --no-repack),
 the model buffers (mapped unless --load-mode none), each context's size
 and KV cache lines (--kv-unified-per-slot, the draft's -ctkd/-ctvd), --defrag-thold's
-deprecation warning. With --fit off each model is loaded once: the model, then the draft."""
+deprecation warning. With --fit off each model is loaded once: the model, then the draft.
+The MoE options on a tiny mixture-of-experts model (tests/fixtures/tiny_moe.py): the expert
+tensors of all layers (--cpu-moe) or of the first N (--n-cpu-moe), each also for the draft."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.tiny_moe import write_moe_model
 from helpers.peer import require_peer
 from helpers.servers import PYLLAMA_SERVER, start_process, stop_process, wait_healthy
 
@@ -76,3 +79,43 @@ def test_loads_and_contexts_are_llama_servers(model_and_draft: list[str]) -> Non
     assert ours["contexts"] != plain["contexts"], ours["contexts"]
     assert any("n_ctx = 1024" in line for line in ours["contexts"]), ours["contexts"]
     assert any("K (q8_0)" in line and "V (q4_0)" in line for line in ours["contexts"])
+
+
+WEIGHTS = ("gate", "up", "down")
+
+
+def _experts(layers: range) -> list[tuple[str, str]]:
+    return sorted((f"blk.{i}.ffn_{w}_exps.weight", "CPU") for i in layers for w in WEIGHTS)
+
+
+MOE_CASES = {  # flags -> the experts kept in the CPU's buffers: the model's, the draft's
+    "first layer, draft all": (["--n-cpu-moe", "1", "--cpu-moe-draft"], [range(1), range(2)]),
+    "all, draft first layer": (["--cpu-moe", "--n-cpu-moe-draft", "1"], [range(2), range(1)]),
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            "first layer, draft all",
+            marks=pytest.mark.flag_effect("--n-cpu-moe", "--cpu-moe-draft"),
+        ),
+        pytest.param(
+            "all, draft first layer",
+            marks=pytest.mark.flag_effect("--cpu-moe", "--n-cpu-moe-draft"),
+        ),
+    ],
+)
+def test_moe_experts_stay_on_the_cpu_as_llama_servers(
+    smollm_path: str, tmp_path_factory: pytest.TempPathFactory, case: str
+) -> None:
+    moe = str(
+        write_moe_model(tmp_path_factory.mktemp("moe") / "moe.gguf", tokenizer_source=smollm_path)
+    )
+    flags, layers = MOE_CASES[case]
+    common = ["-m", moe, "-md", moe, "--spec-type", "draft-simple", "-c", "512", "-t", "2"]
+    common += ["-v", "--fit", "off", "--no-warmup", *flags]
+    ours = load_facts([*PYLLAMA_SERVER, *common])
+    theirs = load_facts([str(require_peer()), *common, "--no-webui"])
+    assert ours["overridden"] == theirs["overridden"] == [_experts(r) for r in layers], ours
