@@ -167,6 +167,7 @@ bool Engine::step() {
                 continue;
             }
             s->state = Slot::State::Generating;
+            feed_prompt(*s);
             // n > 1: the others copy the prompt's KV and sample from the same logits
             for (auto & c : slots_) {
                 if (c->state != Slot::State::Waiting || c->parent != s.get()) continue;
@@ -179,6 +180,7 @@ bool Engine::step() {
                 c->t_prompt_done = s->t_prompt_done;
                 c->parent = nullptr;
                 c->state = Slot::State::Generating;
+                feed_prompt(*c);
                 ngram_begin(*c);
                 sample_slot(*c, s->i_batch);
             }
@@ -194,6 +196,21 @@ bool Engine::step() {
     std::lock_guard<std::mutex> lk(pub_mu_);
     metrics_.t_sample_ms_total += static_cast<double>(now_us() - t_dec1) / 1e3;
     return true;
+}
+
+// As llama-server's init_sampler: the sampler chain (not the grammar or the reasoning
+// budget) sees every prompt token but media placeholders before the first sample, so
+// penalties and DRY count the prompt's repeats.
+void Engine::feed_prompt(Slot & s) {
+    if (!s.chain) return;
+    const auto & prompt = s.prompt();
+    const auto & media = s.task->params.media;
+    size_t m = 0;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        while (m < media.size() && media[m].start + media[m].n_tokens <= i) ++m;
+        if (m < media.size() && i >= media[m].start) continue;  // inside a medium
+        s.chain->accept(prompt[i]);
+    }
 }
 
 }  // namespace pyllama::engine

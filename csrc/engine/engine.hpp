@@ -245,6 +245,7 @@ private:
     void verify_draft(Slot & slot);  // after sampling the first row: accept matching drafts
     void apply_lora(const std::vector<float> & scales);
     void finish_embedding(Slot & slot);
+    void feed_prompt(Slot & slot);  // the prompt's tokens into the slot's sampler chain
     bool eval_media(Slot & slot);  // a media chunk at the slot's n_past, decoded on its own
     template <typename R>
     R run_on_loop(std::function<R()> fn);

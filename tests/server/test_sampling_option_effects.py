@@ -180,11 +180,7 @@ def test_constraint_options_bind_every_request(
         assert own["content"] == "maybe"  # the request's own grammar wins
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine feeds no prompt token to the sampler chain (llama-server's init_sampler "
-    "accepts every prompt token), so the penalties' and DRY's history lacks the prompt",
-)
+@pytest.mark.flag_effect("--repeat-penalty", "--dry-multiplier")
 def test_penalties_see_the_prompt_as_llama_server(smollm_path: str) -> None:
     base = ("-m", smollm_path, "-t", "2", "-c", "512", "-np", "1")
     penalties = [{"repeat_penalty": 1.8}, {"dry_multiplier": 0.5, "dry_allowed_length": 1}]
