@@ -61,6 +61,9 @@ py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::st
     cp.offload_kqv = offload_kqv;
     cp.embeddings = embeddings;
     cp.n_outputs_max = outputs_max(static_cast<int32_t>(n_parallel), n_batch, embeddings, speculative);  // the engine's
+    // the engine's per-sequence limit: one row without speculation (llama-server's
+    // server_output_limits); with it, llama.cpp's default (the draft length is not known here)
+    if (embeddings || !speculative) cp.n_outputs_max_per_seq = 1;
     FitResult r;
     {
         py::gil_scoped_release release;  // it reads the model's metadata, maybe twice

@@ -151,7 +151,8 @@ def test_ffmpeg_dir_without_ffmpeg_stops_the_start(
     """pyllama refuses the flag at start-up; llama-server starts and then answers each
     video with 400 "Failed to load image or audio file"."""
     cmd = [*PYLLAMA_SERVER, *_args(tiny_vlm, "--video-ffmpeg-dir", str(tmp_path))]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    # from outside the checkout: its source tree has no compiled module
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode != 0
     assert f"--video-ffmpeg-dir: no ffmpeg and no ffprobe program in {tmp_path}" in r.stderr
 

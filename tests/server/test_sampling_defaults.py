@@ -104,7 +104,7 @@ CASES = [
         "dry_base",
         3.0,
         1.75,
-        dry_multiplier=0.5,
+        dry_multiplier=2.0,  # DRY sees the prompt's repeats too (as llama-server's)
         dry_allowed_length=1,
     ),
     _case(
@@ -113,7 +113,7 @@ CASES = [
         "dry_allowed_length",
         1,
         2,
-        dry_multiplier=0.5,
+        dry_multiplier=2.0,
     ),
     _case(
         pytest.mark.flag_effect("--dry-penalty-last-n"),
