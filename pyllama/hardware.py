@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 from pyllama import _core
 
-__all__ = ["Backend", "Device", "backends", "cpu_variant", "devices", "summary"]
+__all__ = [
+    "Backend",
+    "Device",
+    "backends",
+    "cpu_uses_openmp",
+    "cpu_variant",
+    "devices",
+    "summary",
+]
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,12 @@ def devices() -> list[Device]:
 def cpu_variant() -> str:
     """The CPU variant in use ("" when the build has a single CPU module)."""
     return next((b.variant for b in backends() if b.name == "CPU"), "")
+
+
+def cpu_uses_openmp() -> bool:
+    """Whether the CPU backend runs its compute threads with OpenMP (ggml's "OPENMP"
+    feature) rather than ggml's own thread pool."""
+    return "OPENMP = 1" in _core.system_info()
 
 
 def summary() -> str:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
 from pyllama.server.flags import add_rpc_servers, build_parser, env_bool
-from pyllama.server.flags.cpu import cpu_placements
+from pyllama.server.flags.cpu import DEFAULT_POLL, cpu_placements, polls_set
 from pyllama.server.flags.http import http_options, unescape
 from pyllama.server.flags.hub import hub_options
 from pyllama.server.flags.logs import log_options
@@ -201,6 +201,7 @@ def parse_args(
         context = dataclasses.replace(context, **cpu_placements(a))
     except ValueError as e:
         parser.error(str(e))
+    _refuse_polling(parser, a)
     kwargs = {**http.pop("template_kwarg_defaults"), **kwargs}  # type: ignore[dict-item]
     if http.pop("escape") and "dry_sequence_breakers" in sampling:
         sampling["dry_sequence_breakers"] = [unescape(b) for b in sampling["dry_sequence_breakers"]]
@@ -315,6 +316,23 @@ def parse_args(
         if router
         else [],
     )
+
+
+def _refuse_polling(parser: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """ggml reads the polling level only in its own thread pool; a CPU backend built with
+    OpenMP (pyllama's and llama-server's builds) runs its threads in OpenMP's instead, so any
+    level but the default would be parsed and then ignored: refused, naming the option."""
+    polls = polls_set(a)
+    if not polls:
+        return
+    from pyllama import hardware  # loads the backends: only when a level is given
+
+    if hardware.cpu_uses_openmp():
+        option, value = polls[0]
+        parser.error(
+            f"{option} {value}: the CPU backend runs its threads with OpenMP, which never "
+            f"reads ggml's polling level (only the default, {DEFAULT_POLL}, is taken)"
+        )
 
 
 _OFFLOAD_FLAGS = {

@@ -12,11 +12,12 @@ import re
 from pyllama.server.flags.table import FlagTable
 from pyllama.server.settings import CpuPlacement
 
-__all__ = ["add_cpu_flags", "cpu_placements"]
+__all__ = ["DEFAULT_POLL", "add_cpu_flags", "cpu_placements", "polls_set"]
 
 log = logging.getLogger("pyllama.server")
 _FIELDS = ("mask", "range", "strict", "prio", "poll")
 _OPTION = {"mask": "cpu-mask", "range": "cpu-range", "strict": "cpu-strict"}  # else the field
+DEFAULT_POLL = 50  # ggml_threadpool_params_default's
 
 _ROLES = {
     # role: (section, flag suffix, short-option suffix, --spec-draft-* spellings)
@@ -128,6 +129,16 @@ def _placement(a: argparse.Namespace, role: str, base: CpuPlacement | None) -> C
         priority=prio,
         poll=poll,
     )
+
+
+def polls_set(a: argparse.Namespace) -> list[tuple[str, int]]:
+    """(option, value) of each --poll* given a value other than the default."""
+    out = []
+    for role, (_, suffix, _, _) in _ROLES.items():
+        value = getattr(a, f"cpu_{role}_poll" if role else "cpu_poll", None)
+        if value is not None and value != DEFAULT_POLL:
+            out.append((f"--poll{suffix}", value))
+    return out
 
 
 def cpu_placements(a: argparse.Namespace) -> dict[str, CpuPlacement | None]:
