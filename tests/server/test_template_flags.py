@@ -80,9 +80,11 @@ def flagged(smollm_path: str) -> Iterator[tuple[str, str]]:
 def test_the_template_file_renders_the_prompt(plain, smollm_path: str) -> None:
     ours, peer = (_applied(url) for url in plain)
     head = f"<|im_start|>user\nhi<|im_end|>\n{DEFAULTS}<|im_start|>assistant\n"
-    assert ours == (head, head + "Sure")  # the final assistant message is continued
-    # the peer detects no thinking in this template (enable_thinking false: a closed block)
-    assert [p.replace("<think>\n\n</think>\n\n", "") for p in peer] == list(ours)
+    # no thinking detected in this template (--reasoning auto): enable_thinking is false,
+    # so it renders a closed block; the final assistant message is continued after it
+    closed = head + "<think>\n\n</think>\n\n"
+    assert ours == (closed, closed + "Sure")
+    assert peer == ours
     with running_server(*_base(smollm_path)) as model_template:
         assert DEFAULTS not in _applied(model_template)[0]
 

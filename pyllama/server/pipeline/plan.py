@@ -22,6 +22,7 @@ from pyllama.reasoning import (
 )
 from pyllama.server.http.errors import APIError
 from pyllama.server.pipeline.deltas import ChatDeltas
+from pyllama.server.pipeline.thinking import default_enable_thinking
 from pyllama.server.state import ServerState
 from pyllama.toolcalls import (
     ToolCall,
@@ -170,8 +171,10 @@ def plan_chat(
         msgs = generic_history(msgs)
     thinking = state.settings.reasoning  # --reasoning on|off|auto
     extra = _thinking_context({**state.settings.chat_template_kwargs, **(template_kwargs or {})})
-    if thinking == "off":
-        extra.setdefault("enable_thinking", False)
+    # llama-server's default: on/off as asked, auto as the template supports thinking
+    extra.setdefault(
+        "enable_thinking", default_enable_thinking(thinking, template, state.settings.jinja)
+    )
     extra.update(template_context(fmt or detect_format(template.source), render_tools or []))
     try:
         prompt = template.render(
