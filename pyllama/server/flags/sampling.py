@@ -54,6 +54,8 @@ _NUMBERS: list[tuple[tuple[str, ...], str, type, str | None]] = [
     (("--mirostat-lr",), "mirostat_eta", float, None),
     (("--mirostat-ent",), "mirostat_tau", float, None),
 ]
+# token counts llama-server refuses below 0 (-1 is not "the whole context" there)
+_COUNTS = ("repeat_last_n", "dry_penalty_last_n")
 DEST = "sampling_"  # argparse destinations: sampling_<request field>
 
 
@@ -103,9 +105,11 @@ def sampling_defaults(a: argparse.Namespace) -> dict[str, Any]:
     """The request fields the command line sets (a request's own values win); ValueError
     names a bad option."""
     out: dict[str, Any] = {}
-    for _, field, _, _ in _NUMBERS:
+    for names, field, _, _ in _NUMBERS:
         value = getattr(a, DEST + field)
         if value is not None:
+            if field in _COUNTS and value < 0:  # llama-server's words
+                raise ValueError(f"invalid {names[0][2:]} = {value}")
             out[field] = value
     if getattr(a, DEST + "ignore_eos"):
         out["ignore_eos"] = True

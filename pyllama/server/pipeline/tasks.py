@@ -27,6 +27,7 @@ __all__ = [
     "Options",
     "backend_sampling",
     "make_tasks",
+    "sampling_defaults",
     "stops",
     "submit",
     "tokenize_prompts",
@@ -60,6 +61,17 @@ SAMPLING_FIELDS = [
     "ignore_eos",
     "samplers",
 ]
+
+
+# llama-server's defaults where SamplingParams' own differ: its DRY window is 64 tokens
+# (common_params_sampling), where SamplingParams' -1 means the whole context
+SERVER_DEFAULTS: dict[str, Any] = {"dry_penalty_last_n": 64}
+
+
+def sampling_defaults(state: ServerState) -> dict[str, Any]:
+    """The sampling fields a request that gives none runs with: llama-server's defaults,
+    then the command line's (--top-k ...)."""
+    return {**SERVER_DEFAULTS, **state.settings.sampling}
 
 
 Prompt = Union[list[int], _core.MediaPrompt]  # a runtime alias: no "X | Y" on 3.9
@@ -175,7 +187,7 @@ def make_tasks(
 ) -> list[_core.TaskParams]:
     model, _ = state.require()
     s = state.settings
-    defaults = s.sampling  # the command line's (--top-k ...): a request's own fields win
+    defaults = sampling_defaults(state)  # a request's own fields win
     kw: dict[str, Any] = {}
     for name in SAMPLING_FIELDS:
         value = getattr(req, name)

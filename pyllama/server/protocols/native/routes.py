@@ -53,8 +53,9 @@ def generation_settings(
     """llama-server's ``generation_settings``: what a request ran with (``sampling``, as
     make_tasks built it) or, without one, the server's defaults (/props)."""
     s = state.settings
-    if sampling is None:  # the command line's defaults (--temp, --top-k ...)
-        fields = {k: v for k, v in s.sampling.items() if k not in ("grammar", "json_schema")}
+    if sampling is None:  # llama-server's and the command line's (--temp, --top-k ...)
+        defaults = tasks.sampling_defaults(state)
+        fields = {k: v for k, v in defaults.items() if k not in ("grammar", "json_schema")}
         sampling = make_sampling_params(
             grammar=s.sampling.get("grammar"),  # type: ignore[arg-type]
             json_schema=s.sampling.get("json_schema"),

@@ -56,7 +56,10 @@ def options(state: ServerState, opts: Options | None) -> tuple[Sampling, int, li
             f"this server ({state.n_ctx_slot} tokens: --ctx-size / --parallel); restart it "
             "with a larger --ctx-size or fewer --parallel slots",
         )
-    sampling = sampling_from({k: getattr(opts, k) for k in _SAMPLING})
+    fields = {k: getattr(opts, k) for k in _SAMPLING}
+    if fields["repeat_last_n"] == -1:  # Ollama's "the whole context" (llama-server has no -1)
+        fields["repeat_last_n"] = state.n_ctx_slot
+    sampling = sampling_from(fields)
     n_predict = -1 if opts.num_predict is None or opts.num_predict == -2 else opts.num_predict
     return sampling, n_predict, tasks.stops(opts.stop)
 
