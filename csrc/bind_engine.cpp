@@ -52,6 +52,7 @@ py::dict metrics_dict(const engine::Metrics & m) {
     d["n_decode_total"] = m.n_decode_total;
     d["t_decode_ms_total"] = m.t_decode_ms_total;
     d["t_sample_ms_total"] = m.t_sample_ms_total;
+    d["t_batch_ms_total"] = m.t_batch_ms_total;
     d["n_busy_slots_total"] = m.n_busy_slots_total;
     d["n_tasks_done"] = m.n_tasks_done;
     d["n_processing"] = m.n_processing;

@@ -42,6 +42,7 @@ _FIELDS = {
     "adaptive_decay": "adaptive_decay",
     "ignore_eos": "ignore_eos",
     "samplers": "samplers",
+    "backend_sampling": "backend_sampling",
 }
 
 

@@ -138,7 +138,7 @@ void Context::warmup() {
         llama_synchronize(ctx_.get());
         llama_perf_context_reset(ctx_.get());
         n_outputs_ = 0;
-        output_rows_.clear();
+        is_output_.clear();
     });
 }
 
@@ -150,13 +150,11 @@ void Context::check_seq(llama_seq_id seq) const {
 }
 
 void Context::record_outputs(const Batch & batch) {
-    output_rows_.clear();
     const llama_batch & b = batch.raw();
-    for (int32_t i = 0; i < b.n_tokens; ++i) {
-        if (b.logits[i]) output_rows_.push_back(i);
-    }
+    is_output_.assign(b.logits, b.logits + b.n_tokens);
     batch_size_ = b.n_tokens;
-    n_outputs_ = static_cast<int32_t>(output_rows_.size());
+    n_outputs_ = 0;
+    for (int32_t i = 0; i < b.n_tokens; ++i) n_outputs_ += b.logits[i] ? 1 : 0;
 }
 
 void Context::decode(const Batch & batch) {
@@ -176,7 +174,7 @@ bool Context::try_decode(const Batch & batch) {
         return true;
     }
     n_outputs_ = 0;
-    output_rows_.clear();
+    is_output_.clear();
     switch (rc) {
         case 1: return false;
         case 2: fail("llama_decode: aborted");
@@ -193,7 +191,7 @@ void Context::encode(const Batch & batch) {
     compute([&] { rc = llama_encode(ctx_.get(), batch.raw()); });
     if (rc != 0) {
         n_outputs_ = 0;
-        output_rows_.clear();
+        is_output_.clear();
         fail("llama_encode failed with code " + std::to_string(rc));
     }
     record_outputs(batch);
@@ -205,9 +203,7 @@ int32_t Context::resolve_output(int32_t idx) const {
         return idx;  // llama.cpp resolves negative indices itself
     }
     if (idx >= batch_size_) throw std::out_of_range("batch index " + std::to_string(idx) + " out of range");
-    for (int32_t r : output_rows_) {
-        if (r == idx) return idx;
-    }
+    if (static_cast<size_t>(idx) < is_output_.size() && is_output_[static_cast<size_t>(idx)]) return idx;
     throw std::out_of_range("batch position " + std::to_string(idx) + " did not request logits/embeddings");
 }
 

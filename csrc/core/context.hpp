@@ -178,7 +178,7 @@ private:
     Threadpools pools_;  // declared before ctx_: freed after the context that uses them
     llama_context_ptr ctx_;
     std::vector<std::shared_ptr<LoraAdapter>> lora_;  // keep applied adapters alive
-    std::vector<int32_t> output_rows_;                // batch positions that produced outputs
+    std::vector<uint8_t> is_output_;  // per batch position: did it produce outputs (O(1) lookup)
     int32_t batch_size_ = 0;
     int32_t n_outputs_ = 0;
     std::mutex mu_;

@@ -164,19 +164,51 @@ bool is_plain_greedy(const SamplingParams & p) {
     return temperature;
 }
 
-std::vector<float> dense_logit_bias(const Model & model, const SamplingParams & p) {
+SparseBias sparse_logit_bias(const Model & model, const SamplingParams & p) {
+    std::vector<std::pair<llama_token, float>> v;
     const int32_t n_vocab = model.n_vocab();
-    if (p.logit_bias.empty() && !p.ignore_eos) return {};
-    std::vector<float> bias(static_cast<size_t>(n_vocab), 0.0f);
     for (const auto & [tok, b] : p.logit_bias) {
-        if (tok >= 0 && tok < n_vocab) bias[static_cast<size_t>(tok)] += b;
+        if (tok >= 0 && tok < n_vocab) v.emplace_back(tok, b);
     }
     if (p.ignore_eos) {
         for (llama_token t = 0; t < n_vocab; ++t) {
-            if (llama_vocab_is_eog(model.vocab(), t)) bias[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+            if (llama_vocab_is_eog(model.vocab(), t)) v.emplace_back(t, -std::numeric_limits<float>::infinity());
         }
     }
-    return bias;
+    return SparseBias(std::move(v));
+}
+
+int32_t fused_top_k_stage(const SamplingParams & p) {
+    if (p.mirostat != 0) return -1;
+    // mirrors build_sampler_chain's order without the grammar
+    int32_t at = (!p.logit_bias.empty() || p.ignore_eos) ? 1 : 0;
+    for (const auto & name : p.samplers) {
+        if (name == "penalties") {
+            const bool off = p.repeat_last_n == 0 ||
+                             (p.repeat_penalty == 1.0f && p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f);
+            if (!off) return -1;
+            ++at;
+        } else if (name == "dry") {
+            if (p.dry_multiplier > 0.0f) return -1;  // not in the chain when off
+        } else if (name == "top_n_sigma") {
+            if (p.top_n_sigma > 0.0f) return -1;
+            ++at;
+        } else if (name == "top_k") {
+            return p.top_k > 0 ? at : -1;
+        } else if (name == "typ_p" || name == "typical_p") {
+            if (p.typical_p < 1.0f) return -1;
+            ++at;
+        } else if (name == "top_p") {
+            if (p.top_p < 1.0f) return -1;
+            ++at;
+        } else if (name == "min_p") {
+            if (p.min_p > 0.0f) return -1;
+            ++at;
+        } else if (name != "adaptive_p") {
+            return -1;  // xtc, temperature, infill: they act (or draw) before top_k
+        }
+    }
+    return -1;
 }
 
 }  // namespace pyllama

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/logits_scan.hpp"
 #include "core/model.hpp"
 #include "core/sampler.hpp"
 
@@ -86,11 +87,16 @@ std::optional<Sampler> build_grammar_sampler(const Model & model, const Sampling
 
 // True when the chain built for params without its grammar always picks the highest biased
 // logit (temperature <= 0 and no stage that could drop or reorder the top token), so a caller
-// may take the argmax of logits + dense_logit_bias() instead of running the chain.
+// may take the argmax of logits + sparse_logit_bias() instead of running the chain.
 bool is_plain_greedy(const SamplingParams & params);
 
-// The chain's logit_bias stage as a dense per-token vector (ignore_eos included); empty
-// when there is no bias.
-std::vector<float> dense_logit_bias(const Model & model, const SamplingParams & params);
+// The chain's logit_bias stage (ignore_eos included) as sorted (token, bias) pairs.
+SparseBias sparse_logit_bias(const Model & model, const SamplingParams & params);
+
+// The index in the chain built for params without its grammar of its top_k stage when every
+// stage before it leaves the candidates as they are (the logit bias aside: a caller applies
+// it sparsely), so a caller may take the top k of the biased logits itself (one pass, no
+// candidate array of the whole vocabulary) and run the stages after it; -1 otherwise.
+int32_t fused_top_k_stage(const SamplingParams & params);
 
 }  // namespace pyllama

@@ -43,6 +43,7 @@ bool Engine::step() {
             while (s->state == Slot::State::Prompt && eval_media(*s)) {}
         }
     }
+    const int64_t t_step0 = now_us();
     batch_->clear();
     const auto n_batch = static_cast<int32_t>(ctx_->n_batch());
     // mixed engine: a step decodes embedding inputs or completions, never both
@@ -141,6 +142,7 @@ bool Engine::step() {
         metrics_.n_decode_total++;
         metrics_.n_busy_slots_total += static_cast<uint64_t>(busy);
         metrics_.t_decode_ms_total += static_cast<double>(t_dec1 - t_dec0) / 1e3;
+        metrics_.t_batch_ms_total += static_cast<double>(t_dec0 - t_step0) / 1e3;
     }
     // 3. bookkeeping and sampling, in batch order
     for (auto & s : slots_) {

@@ -127,6 +127,7 @@ struct Metrics {
     uint64_t n_decode_total = 0;
     double t_decode_ms_total = 0;  // inside llama_decode
     double t_sample_ms_total = 0;  // sampling, text and events after each decode
+    double t_batch_ms_total = 0;   // building each decode's batch (drafts included)
     uint64_t n_busy_slots_total = 0;  // sum over decodes of busy slots
     uint64_t n_tasks_done = 0;
     int32_t n_processing = 0;
@@ -272,6 +273,7 @@ private:
     std::deque<std::shared_ptr<TaskState>> queue_;  // admitted to the engine, waiting for slots
     std::unique_ptr<Batch> batch_;
     std::vector<llama_token_data> cur_;
+    std::vector<llama_token_data> topk_scratch_, top_;  // top_k_candidates' buffers, reused
     int32_t outputs_per_seq_ = 1;  // rows a backend-sampled sequence may have in one batch
     std::vector<llama_sampler_ptr> draft_chains_;  // per sequence, attached to dctx_ (or empty)
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 
 #include "engine/slot.hpp"
 #include "engine/util.hpp"
@@ -90,7 +91,13 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
             throw std::invalid_argument("reasoning_control needs the template's thinking tags");
         }
         t->greedy = is_plain_greedy(tp.sampling) && !(tp.n_probs > 0 && tp.post_sampling_probs);
-        if (t->greedy) t->bias = dense_logit_bias(*model_, tp.sampling);
+        t->bias = sparse_logit_bias(*model_, tp.sampling);
+        t->top_k_at = fused_top_k_stage(tp.sampling);
+        if (t->top_k_at >= 0) {
+            // the stage build_sampler_chain put there, or no shortcut
+            llama_sampler * st = llama_sampler_chain_get(t->chains.front().get(), t->top_k_at);
+            if (!st || std::string(llama_sampler_name(st)) != "top-k") t->top_k_at = -1;
+        }
     }
     return t;
 }

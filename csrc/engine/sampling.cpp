@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/logits_scan.hpp"
 #include "engine/slot.hpp"
 #include "engine/util.hpp"
 #include "reasoning-budget.h"
@@ -99,7 +100,17 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         where = &metrics_.n_sampled_split;
     } else if (s.task->greedy && budget_state != REASONING_BUDGET_FORCING) {
         // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
-        tok = greedy_pick(raw(), n_vocab, s.task->bias);
+        tok = biased_argmax(raw(), n_vocab, s.task->bias);
+        where = &metrics_.n_sampled_host;
+    } else if (s.task->top_k_at >= 0 && !budget &&
+               top_k_candidates(raw(), n_vocab, tp.sampling.top_k, s.task->bias, topk_scratch_, cur_.data())) {
+        // the top k straight from the logits, then the stages after top_k: what the chain
+        // would do with the whole vocabulary's candidates, without building them
+        arr = llama_token_data_array{cur_.data(), static_cast<size_t>(tp.sampling.top_k), -1, true};
+        llama_sampler * chain = s.chain->get();
+        const int32_t n_stages = llama_sampler_chain_n(chain);
+        for (int32_t i = s.task->top_k_at + 1; i < n_stages; ++i) llama_sampler_apply(llama_sampler_chain_get(chain, i), &arr);
+        tok = arr.selected >= 0 && static_cast<size_t>(arr.selected) < arr.size ? arr.data[arr.selected].id : -1;
         where = &metrics_.n_sampled_host;
     } else {
         fill();
@@ -159,17 +170,20 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
             ev.logprob = std::log(std::max(p_tok, 1e-30f));
         } else {
             logits = raw();
-            float mx = logits[0];
-            for (int32_t i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+            const llama_token am = argmax(logits, n_vocab);
+            const float mx = am >= 0 ? logits[am] : logits[0];
             double sum = 0.0;
             for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
             const float lse = mx + static_cast<float>(std::log(sum));
-            std::vector<llama_token> idx(static_cast<size_t>(n_vocab));
-            std::iota(idx.begin(), idx.end(), 0);
-            const size_t k = std::min(n, idx.size());
-            std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                              [logits](llama_token a, llama_token b) { return logits[a] > logits[b]; });
-            for (size_t i = 0; i < k; ++i) ev.top.push_back({idx[i], logits[idx[i]] - lse});
+            const size_t k = std::min(n, static_cast<size_t>(n_vocab));
+            top_.resize(k);
+            if (!top_k_candidates(logits, n_vocab, static_cast<int32_t>(k), SparseBias{}, topk_scratch_, top_.data())) {
+                for (size_t i = 0; i < static_cast<size_t>(n_vocab); ++i) cur_[i] = llama_token_data{static_cast<llama_token>(i), logits[i], 0.0f};
+                std::partial_sort(cur_.begin(), cur_.begin() + static_cast<std::ptrdiff_t>(k), cur_.end(),
+                                  [](const auto & a, const auto & b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
+                std::copy(cur_.begin(), cur_.begin() + static_cast<std::ptrdiff_t>(k), top_.begin());
+            }
+            for (size_t i = 0; i < k; ++i) ev.top.push_back({top_[i].id, top_[i].logit - lse});
             ev.logprob = logits[tok] - lse;
         }
     }

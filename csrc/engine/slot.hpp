@@ -22,7 +22,10 @@ struct Engine::TaskState {
     std::vector<float> lora;      // resolved adapter scales
     // plain greedy sampling: argmax of logits + bias, without filling the candidate array
     bool greedy = false;
-    std::vector<float> bias;      // dense logit bias for the greedy path (empty: none)
+    SparseBias bias;  // the chain's logit_bias stage, for the greedy and top_k paths
+    // the chain's top_k stage when nothing before it acts (fused_top_k_stage): the slot
+    // takes the top k of the biased logits itself and runs the stages after it; -1: none
+    int32_t top_k_at = -1;
 };
 
 // A context checkpoint: the part of a sequence's memory that cannot be rolled back, as it

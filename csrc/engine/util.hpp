@@ -59,21 +59,4 @@ inline void normalize(float * v, int32_t n, int32_t norm) {
     for (int32_t i = 0; i < n; ++i) v[i] *= k;
 }
 
-// argmax of logits + bias; the first of equal maxima. -1 when every token is -inf.
-inline llama_token greedy_pick(const float * logits, int32_t n_vocab, const std::vector<float> & bias) {
-    llama_token best = -1;
-    float best_v = -std::numeric_limits<float>::infinity();
-    if (bias.empty()) {
-        for (int32_t i = 0; i < n_vocab; ++i) {
-            if (logits[i] > best_v) best_v = logits[i], best = i;
-        }
-    } else {
-        for (int32_t i = 0; i < n_vocab; ++i) {
-            const float v = logits[i] + bias[static_cast<size_t>(i)];
-            if (v > best_v) best_v = v, best = i;
-        }
-    }
-    return best;
-}
-
 }  // namespace pyllama::engine

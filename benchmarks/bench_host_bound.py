@@ -1,0 +1,182 @@
+"""Host work per sequence: the engine against llama.cpp's batched tools on a tiny model.
+
+A model with n_embd 64, 2 layers and SmolLM2's 49,152-token vocabulary makes compute
+negligible, so what is left at 32-256 sequences is the host work done once per sequence
+per step (sampling, output rows, events): the regime a GPU is in with a small model.
+For each concurrency C, in one run with the same model, threads and KV layout (unified):
+
+* ``llama-batched-bench`` S_TG: decode only, nothing sampled (the ceiling);
+* ``llama-batched``: C sequences from one prompt, each sampled with its own chain
+  (top_k 40, top_p 0.95, temperature, dist), the like-for-like peer; with ``-bs`` the chain
+  runs in the graph;
+* the engine: C tasks from the same prompt submitted together, the same chain, stopping at
+  an end-of-generation token as llama-batched does.
+
+Modes: ``greedy`` (temperature 0), ``temp`` (0.8, seed 42), ``probs`` (greedy with
+n_probs 10; llama-batched has no such option, so only the ceiling compares) and ``bs``
+(greedy with backend sampling on both sides). ``host_us`` is the engine's own counter: the
+loop thread's time outside llama_decode per busy sequence per step.
+
+    python benchmarks/bench_host_bound.py --concurrency 1,32,64,128,256 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+PROMPT = "Hello my name is"
+MODES = ("greedy", "temp", "probs", "bs")
+
+
+def tiny_model(cache: Path) -> Path:
+    """The tiny random-weight text model of tests/fixtures/tiny_vlm.py, written once."""
+    path = cache / "bench" / "tiny-text-49152.gguf"
+    if not path.exists():
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from fixtures.tiny_vlm import write_text_model
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_model(path)
+    return path
+
+
+def peer_args(mode: str) -> list[str]:
+    if mode == "temp":
+        return ["--temp", "0.8", "-s", "42"]
+    return ["--temp", "0"] + (["-bs"] if mode == "bs" else [])
+
+
+def run_batched(
+    binary: str, model: Path, threads: int, c: int, n_prompt: int, g: int, mode: str
+) -> float:
+    cmd = [binary, "-m", str(model), "-p", PROMPT, "-np", str(c), "-n", str(n_prompt + g)]
+    cmd += ["-t", str(threads), "-tb", str(threads), "-kvu", *peer_args(mode)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    m = re.search(
+        r"decoded (\d+) tokens in ([\d.]+) s, speed: ([\d.]+) t/s", out.stderr + out.stdout
+    )
+    if not m:
+        raise RuntimeError(f"llama-batched printed no speed line:\n{out.stderr[-2000:]}")
+    return float(m.group(3))
+
+
+def run_batched_bench(
+    binary: str, model: Path, threads: int, cs: list[int], n_prompt: int, g: int
+) -> dict[int, float]:
+    cmd = [binary, "-m", str(model), "-t", str(threads), "-tb", str(threads), "-kvu"]
+    cmd += ["-c", str(max(cs) * (n_prompt + g) + 256), "-b", "2048", "-ub", "512"]
+    cmd += ["-npp", str(n_prompt), "-ntg", str(g), "-npl", ",".join(map(str, cs))]
+    cmd += ["--output-format", "jsonl"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {int(r["pl"]): float(r["speed_tg"]) for r in rows}
+
+
+def sampling_for(mode: str):
+    from pyllama.sampling import make_sampling_params
+
+    # llama-batched's chain: top_k, top_p, temperature, dist
+    common = dict(samplers=["top_k", "top_p", "temperature"], top_k=40, top_p=0.95, min_p=0.0)
+    if mode == "temp":
+        return make_sampling_params(temperature=0.8, seed=42, **common)
+    return make_sampling_params(temperature=0.0, backend_sampling=mode == "bs", **common)
+
+
+async def run_engine(
+    ae, eng, prompt: list[int], c: int, g: int, mode: str
+) -> tuple[float, float, int]:
+    """(tokens/s, host µs per sequence per step, tokens) for C tasks started together."""
+    from pyllama.engine import make_task
+
+    sampling = sampling_for(mode)
+    n_probs = 10 if mode == "probs" else 0
+    tasks = [make_task(prompt, n_predict=g, sampling=sampling, n_probs=n_probs) for _ in range(c)]
+    m0 = eng.metrics()
+    results = await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
+    m1 = eng.metrics()
+    finals = [f for _, f in results]
+    n = sum(f.n_predicted for f in finals)
+    span_s = max(f.t_predicted_ms for f in finals) / 1000.0
+    host_ms = (m1["t_batch_ms_total"] - m0["t_batch_ms_total"]) + (
+        m1["t_sample_ms_total"] - m0["t_sample_ms_total"]
+    )
+    busy = m1["n_busy_slots_total"] - m0["n_busy_slots_total"]
+    return n / span_s, 1000.0 * host_ms / max(busy, 1), n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--concurrency", default="1,32,64,128,256")
+    ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument(
+        "--bs-max",
+        type=int,
+        default=64,
+        help="largest C for mode bs (llama-batched -bs is slow on a CPU)",
+    )
+    ap.add_argument("--json", action="store_true")
+    cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
+    peer = cache / "peer/bin"
+    ap.add_argument(
+        "--batched", default=os.environ.get("LLAMA_BATCHED_BIN", str(peer / "llama-batched"))
+    )
+    ap.add_argument(
+        "--batched-bench",
+        default=os.environ.get("LLAMA_BATCHED_BENCH_BIN", str(peer / "llama-batched-bench")),
+    )
+    args = ap.parse_args()
+
+    from pyllama import _core
+    from pyllama.engine import AsyncEngine, open_engine
+
+    cs = [int(x) for x in args.concurrency.split(",")]
+    modes = args.modes.split(",")
+    g = args.gen_tokens
+    path = tiny_model(cache)
+    model = _core.Model(str(path))
+    prompt = list(model.tokenize(PROMPT, add_special=True, parse_special=False))
+    ceiling = run_batched_bench(args.batched_bench, path, args.threads, cs, len(prompt), g)
+    eng = open_engine(
+        model,
+        n_parallel=max(cs),
+        n_ctx=max(cs) * (len(prompt) + g + 16),
+        n_batch=max(2048, max(cs)),
+        n_ubatch=512,
+        n_threads=args.threads,
+        kv_unified=True,
+    )
+    ae = AsyncEngine(eng)
+    asyncio.run(run_engine(ae, eng, prompt, 1, 8, "greedy"))  # warm-up
+    for mode in modes:
+        for c in cs:
+            if mode == "bs" and c > args.bs_max:
+                continue
+            tps, host_us, n = asyncio.run(run_engine(ae, eng, prompt, c, g, mode))
+            row: dict[str, object] = {"mode": mode, "concurrency": c, "engine_tok_s": round(tps, 1)}
+            row.update(
+                host_us_per_seq_step=round(host_us, 2), tokens=n, batched_bench_s_tg=ceiling[c]
+            )
+            row["ratio_batched_bench"] = round(tps / ceiling[c], 3)
+            if mode != "probs":
+                peer_tps = run_batched(args.batched, path, args.threads, c, len(prompt), g, mode)
+                row.update(batched_tok_s=peer_tps, ratio_batched=round(tps / peer_tps, 3))
+            row.update(threads=args.threads, gen_tokens=g)
+            print(
+                json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()),
+                flush=True,
+            )
+    ae.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+#include "core/logits_scan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define PYLLAMA_X86 1
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#include <arm_neon.h>
+#define PYLLAMA_NEON 1
+#endif
+
+// GCC and Clang compile an AVX2 body into a baseline build and pick it when the CPU has
+// it; MSVC has no per-function target, so its build stays on SSE2.
+#if defined(PYLLAMA_X86) && defined(__GNUC__)
+#define PYLLAMA_AVX2 __attribute__((target("avx2")))
+#define PYLLAMA_HAS_AVX2_BODY 1
+#endif
+
+namespace pyllama {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline int lowest_bit(unsigned m) {
+#if defined(__GNUC__)
+    return __builtin_ctz(m);
+#else
+    int b = 0;
+    while (!(m & 1u)) m >>= 1, ++b;
+    return b;
+#endif
+}
+
+bool use_avx2() {
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    static const bool yes = __builtin_cpu_supports("avx2");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+float max_scalar(const float * l, int32_t i, int32_t n, float m) {
+    for (; i < n; ++i) m = l[i] > m ? l[i] : m;  // NaN never wins
+    return m;
+}
+
+int32_t first_equal_scalar(const float * l, int32_t i, int32_t n, float v) {
+    for (; i < n; ++i) {
+        if (l[i] == v) return i;
+    }
+    return -1;
+}
+
+float reduce(const float * lanes, int n) {
+    float m = kNegInf;
+    for (int i = 0; i < n; ++i) m = lanes[i] > m ? lanes[i] : m;
+    return m;
+}
+
+#ifdef PYLLAMA_HAS_AVX2_BODY
+PYLLAMA_AVX2 float max_avx2(const float * l, int32_t n) {
+    __m256 a = _mm256_set1_ps(kNegInf), b = a;
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {  // two accumulators: max has a latency of 4
+        a = _mm256_max_ps(_mm256_loadu_ps(l + i), a);  // a NaN load yields the accumulator
+        b = _mm256_max_ps(_mm256_loadu_ps(l + i + 8), b);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_max_ps(a, b));
+    return max_scalar(l, i, n, reduce(lanes, 8));
+}
+
+PYLLAMA_AVX2 int32_t first_equal_avx2(const float * l, int32_t n, float v) {
+    const __m256 vv = _mm256_set1_ps(v);
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + i), vv, _CMP_EQ_OQ));
+        if (m) return i + lowest_bit(static_cast<unsigned>(m));
+    }
+    return first_equal_scalar(l, i, n, v);
+}
+#endif
+
+#if defined(PYLLAMA_X86)
+float max_sse2(const float * l, int32_t n) {
+    __m128 a = _mm_set1_ps(kNegInf), b = a;
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a = _mm_max_ps(_mm_loadu_ps(l + i), a);
+        b = _mm_max_ps(_mm_loadu_ps(l + i + 4), b);
+    }
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, _mm_max_ps(a, b));
+    return max_scalar(l, i, n, reduce(lanes, 4));
+}
+
+int32_t first_equal_sse2(const float * l, int32_t n, float v) {
+    const __m128 vv = _mm_set1_ps(v);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const int m = _mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(l + i), vv));
+        if (m) return i + lowest_bit(static_cast<unsigned>(m));
+    }
+    return first_equal_scalar(l, i, n, v);
+}
+#elif defined(PYLLAMA_NEON)
+float max_neon(const float * l, int32_t n) {
+    float32x4_t a = vdupq_n_f32(kNegInf), b = a;
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a = vmaxnmq_f32(vld1q_f32(l + i), a);  // maxnm: a NaN lane yields the number
+        b = vmaxnmq_f32(vld1q_f32(l + i + 4), b);
+    }
+    return max_scalar(l, i, n, vmaxnmvq_f32(vmaxnmq_f32(a, b)));
+}
+
+int32_t first_equal_neon(const float * l, int32_t n, float v) {
+    const float32x4_t vv = vdupq_n_f32(v);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        if (vmaxvq_u32(vceqq_f32(vld1q_f32(l + i), vv))) return first_equal_scalar(l, i, i + 4, v);
+    }
+    return first_equal_scalar(l, i, n, v);
+}
+#endif
+
+float max_value(const float * l, int32_t n) {
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    if (use_avx2()) return max_avx2(l, n);
+#endif
+#if defined(PYLLAMA_X86)
+    return max_sse2(l, n);
+#elif defined(PYLLAMA_NEON)
+    return max_neon(l, n);
+#else
+    return max_scalar(l, 0, n, kNegInf);
+#endif
+}
+
+int32_t first_equal(const float * l, int32_t n, float v) {
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    if (use_avx2()) return first_equal_avx2(l, n, v);
+#endif
+#if defined(PYLLAMA_X86)
+    return first_equal_sse2(l, n, v);
+#elif defined(PYLLAMA_NEON)
+    return first_equal_neon(l, n, v);
+#else
+    return first_equal_scalar(l, 0, n, v);
+#endif
+}
+
+// llama.cpp's top_k order; ties (unspecified there) by token id, so the result is stable
+bool before(const llama_token_data & a, const llama_token_data & b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Candidates above a threshold that rises as they come: once the buffer holds `cap`, the
+// k best are kept and the k-th becomes the threshold, so a row costs about one compare
+// per value and a few hundred pushes.
+struct Collector {
+    const float * l;
+    size_t k, cap;
+    const SparseBias & bias;
+    std::vector<llama_token_data> & buf;
+    float thr = kNegInf;
+
+    void push(int32_t i) {
+        if (!bias.empty() && bias.has(i)) return;  // the caller adds it with its bias
+        buf.push_back(llama_token_data{i, l[i], 0.0f});
+        if (buf.size() >= cap) keep_best();
+    }
+    void keep_best() {
+        std::nth_element(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(k - 1), buf.end(), before);
+        buf.resize(k);
+        thr = buf[k - 1].logit;
+    }
+    void scan_scalar(int32_t i, int32_t n) {
+        for (; i < n; ++i) {
+            if (l[i] > thr) push(i);
+        }
+    }
+};
+
+#ifdef PYLLAMA_HAS_AVX2_BODY
+PYLLAMA_AVX2 void scan_avx2(Collector & c, int32_t n) {
+    int32_t i = 0;
+    __m256 t = _mm256_set1_ps(c.thr);
+    for (; i + 32 <= n; i += 32) {
+        // 32 values a test: once the threshold has risen, almost no block has one above it
+        const __m256 g0 = _mm256_cmp_ps(_mm256_loadu_ps(c.l + i), t, _CMP_GT_OQ);
+        const __m256 g1 = _mm256_cmp_ps(_mm256_loadu_ps(c.l + i + 8), t, _CMP_GT_OQ);
+        const __m256 g2 = _mm256_cmp_ps(_mm256_loadu_ps(c.l + i + 16), t, _CMP_GT_OQ);
+        const __m256 g3 = _mm256_cmp_ps(_mm256_loadu_ps(c.l + i + 24), t, _CMP_GT_OQ);
+        if (!_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(g0, g1), _mm256_or_ps(g2, g3)))) continue;
+        c.scan_scalar(i, i + 32);
+        t = _mm256_set1_ps(c.thr);
+    }
+    c.scan_scalar(i, n);
+}
+#endif
+
+void scan(Collector & c, int32_t n) {
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    if (use_avx2()) return scan_avx2(c, n);
+#endif
+#if defined(PYLLAMA_X86)
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(c.l + i), _mm_set1_ps(c.thr))));
+        while (m) {
+            c.push(i + lowest_bit(m));
+            m &= m - 1;
+        }
+    }
+    c.scan_scalar(i, n);
+#elif defined(PYLLAMA_NEON)
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        if (vmaxvq_u32(vcgtq_f32(vld1q_f32(c.l + i), vdupq_n_f32(c.thr)))) c.scan_scalar(i, i + 4);
+    }
+    c.scan_scalar(i, n);
+#else
+    c.scan_scalar(0, n);
+#endif
+}
+
+}  // namespace
+
+SparseBias::SparseBias(std::vector<std::pair<llama_token, float>> entries) {
+    std::stable_sort(entries.begin(), entries.end(), [](const auto & a, const auto & b) { return a.first < b.first; });
+    for (const auto & [t, b] : entries) {
+        if (!v_.empty() && v_.back().first == t) {
+            float & acc = v_.back().second;
+            acc = std::isinf(acc) && acc < 0 ? acc : (std::isinf(b) && b < 0 ? b : acc + b);
+        } else {
+            v_.emplace_back(t, b);
+        }
+    }
+}
+
+bool SparseBias::has(llama_token t) const {
+    return std::binary_search(v_.begin(), v_.end(), std::make_pair(t, 0.0f),
+                              [](const auto & a, const auto & b) { return a.first < b.first; });
+}
+
+llama_token argmax(const float * l, int32_t n) {
+    if (n <= 0) return -1;
+    const float m = max_value(l, n);
+    if (m == kNegInf) return -1;
+    return first_equal(l, n, m);
+}
+
+llama_token biased_argmax(const float * l, int32_t n, const SparseBias & bias) {
+    llama_token best = argmax(l, n);
+    if (bias.empty()) return best;
+    if (best >= 0 && bias.has(best)) {
+        // the raw maximum is biased (ignore_eos on an end token, say): the best unbiased
+        // value needs a full pass; rare, so scalar
+        best = -1;
+        float v = kNegInf;
+        for (int32_t i = 0; i < n; ++i) {
+            if (l[i] > v && !bias.has(i)) v = l[i], best = i;
+        }
+    }
+    float best_v = best >= 0 ? l[best] : kNegInf;
+    for (const auto & [t, b] : bias.entries()) {
+        if (t < 0 || t >= n) continue;
+        const float v = l[t] + b;
+        if (v > best_v || (v == best_v && v != kNegInf && t < best)) best_v = v, best = t;
+    }
+    return best;
+}
+
+bool top_k_candidates(const float * l, int32_t n, int32_t k, const SparseBias & bias, std::vector<llama_token_data> & scratch,
+                      llama_token_data * out) {
+    if (k <= 0 || k > 128 || k > n) return false;
+    const auto kk = static_cast<size_t>(k);
+    scratch.clear();
+    Collector c{l, kk, std::max<size_t>(4 * kk, 64), bias, scratch};
+    scan(c, n);
+    for (const auto & [t, b] : bias.entries()) {
+        if (t >= 0 && t < n) scratch.push_back(llama_token_data{t, l[t] + b, 0.0f});
+    }
+    size_t finite = 0;
+    for (const auto & d : scratch) finite += d.logit != kNegInf ? 1 : 0;
+    if (finite < kk) return false;  // llama.cpp would keep -inf candidates: take its route
+    if (scratch.size() > kk) c.keep_best();
+    std::sort(scratch.begin(), scratch.end(), before);
+    std::copy(scratch.begin(), scratch.end(), out);
+    return true;
+}
+
+}  // namespace pyllama
