@@ -178,12 +178,12 @@ MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std:
     return out;
 }
 
-void Projector::eval(llama_context * lctx, const MediaChunk & m, llama_pos pos, llama_seq_id seq, int32_t n_batch) {
+void Projector::decode(llama_context * lctx, const MediaChunk & m, float * embd, llama_pos pos, llama_seq_id seq,
+                       int32_t n_batch) {
     log_clear();
-    if (mtmd_encode_chunk(ctx_, m.chunk.get()) != 0) fail(std::string("encoding the ") + (m.audio ? "audio" : "image") + " failed");
     llama_pos next = 0;
-    const int32_t rc = mtmd_helper_decode_image_chunk(ctx_, lctx, m.chunk.get(), mtmd_get_output_embd(ctx_), pos, seq,
-                                                      n_batch, &next, nullptr, nullptr);
+    const int32_t rc =
+        mtmd_helper_decode_image_chunk(ctx_, lctx, m.chunk.get(), embd, pos, seq, n_batch, &next, nullptr, nullptr);
     if (rc != 0) fail(std::string("decoding the ") + (m.audio ? "audio" : "image") + " embeddings failed");
 }
 

@@ -76,13 +76,15 @@ public:
     MediaPrompt tokenize(const std::string & text, const std::vector<std::string> & files, bool add_special,
                          bool parse_special) const;
 
-    // Encode the chunk and decode its embeddings into `seq` from position `pos` (loop
-    // thread only). Throws LlamaError on failure.
-    void eval(llama_context * ctx, const MediaChunk & m, llama_pos pos, llama_seq_id seq, int32_t n_batch);
+    // Decode the chunk's embeddings `embd`, encoded by a MediaBatch (core/media_batch.hpp),
+    // into `seq` from position `pos` (loop thread only). Throws LlamaError on failure.
+    void decode(llama_context * ctx, const MediaChunk & m, float * embd, llama_pos pos, llama_seq_id seq,
+                int32_t n_batch);
 
     static bool is_placeholder(llama_token t) { return t < -1; }
 
 private:
+    friend class MediaBatch;  // its mtmd_batch belongs to ctx_
     std::shared_ptr<Model> model_;
     std::string path_;
     std::string marker_;

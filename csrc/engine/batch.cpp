@@ -10,33 +10,6 @@
 
 namespace pyllama::engine {
 
-// A prompt's image or audio is encoded and its embeddings decoded on their own, before
-// the step's batch (as llama-server does): the embeddings cannot share a token batch.
-// False when there is none at n_past, or it failed (the slot's task then ended).
-bool Engine::eval_media(Slot & s) {
-    const auto & media = s.task->params.media;
-    if (s.media_next >= media.size() || media[s.media_next].start != s.n_past) return false;
-    const MediaChunk & m = media[s.media_next];
-    try {
-        projector_->eval(ctx_->get(), m, s.pos(s.n_past), s.id, static_cast<int32_t>(ctx_->n_batch()));
-    } catch (const std::exception & e) {
-        fail_slot(s, "decode", e.what());
-        return false;
-    }
-    const auto & prompt = s.prompt();
-    const auto at = prompt.begin() + static_cast<std::ptrdiff_t>(m.start);
-    s.cache.insert(s.cache.end(), at, at + static_cast<std::ptrdiff_t>(m.n_tokens));
-    s.n_past += m.n_tokens;
-    s.pos_delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
-    ++s.media_next;
-    {
-        std::lock_guard<std::mutex> lk(pub_mu_);
-        metrics_.n_prompt_tokens_total += m.n_tokens;
-    }
-    emit_progress(s);
-    return true;
-}
-
 bool Engine::step() {
     if (projector_) {
         for (auto & s : slots_) {

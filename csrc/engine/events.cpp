@@ -37,6 +37,7 @@ void Engine::release(Slot & s) {
     s.state = Slot::State::Idle;
     detach_sampler(s);  // before the chain it points to is freed
     s.task.reset();
+    s.media_batch.reset();
     s.chain.reset();
     s.grammar.reset();
     s.text.reset();

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/media_batch.hpp"
 #include "engine/engine.hpp"
 
 namespace pyllama::engine {
@@ -56,6 +57,9 @@ struct Engine::Slot {
     // position of cache index i past the last medium is i + pos_delta
     size_t media_next = 0;
     llama_pos pos_delta = 0;
+    // the prompt's media encoded together, kept across steps until each is decoded; the
+    // task's end drops it (engine/media_batch.cpp)
+    std::unique_ptr<MediaBatch> media_batch;
     int32_t n_cached = 0;
     std::optional<Sampler> chain;
     std::optional<Sampler> grammar;
