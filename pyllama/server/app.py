@@ -35,7 +35,7 @@ from pyllama.server.ops import admin
 from pyllama.server.ops.sleep import WakeMiddleware
 from pyllama.server.protocols.anthropic import routes as anthropic
 from pyllama.server.protocols.gcp import gcp_routes
-from pyllama.server.protocols.native import infill, rerank
+from pyllama.server.protocols.native import infill, rerank, slots
 from pyllama.server.protocols.native import routes as native
 from pyllama.server.protocols.ollama import routes as ollama
 from pyllama.server.protocols.ollama.models import root as ollama_root
@@ -87,7 +87,7 @@ def create_app(
                 tools.close()
             await state.stop()
 
-    modules = (native, openai, admin, infill, rerank, anthropic, responses, ollama)
+    modules = (native, slots, openai, admin, infill, rerank, anthropic, responses, ollama)
     routes = [
         Route(path, fn, methods=methods)
         for module in (*modules, streams, tool_routes, cors_proxy)

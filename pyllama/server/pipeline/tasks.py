@@ -18,6 +18,7 @@ from pyllama import _core
 from pyllama.engine import TaskStream
 from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
+from pyllama.server.pipeline import ledger
 from pyllama.server.pipeline.budget import reasoning_budget
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState
@@ -257,6 +258,7 @@ def make_tasks(
             t.spec_p_min = req.spec_p_min
         if lora is not None:
             t.lora_scales = lora
+        ledger.note(state, t, ledger.Record(req, sampling, n_predict))
         tasks.append(t)
     return tasks
 
@@ -309,8 +311,10 @@ def _lora_scales(state: ServerState, lora: list[dict[str, Any]] | None) -> list[
 def submit(state: ServerState, tasks: list[_core.TaskParams]) -> list[TaskStream]:
     """Submit before any response byte: refusals become errors the client can read."""
     _, engine = state.require()
+    streams: list[TaskStream] = []
     try:
-        return engine.submit_many(tasks)
+        streams = engine.submit_many(tasks)
+        return streams
     except _core.ContextSizeError as e:
         raise APIError(
             400,
@@ -325,3 +329,5 @@ def submit(state: ServerState, tasks: list[_core.TaskParams]) -> list[TaskStream
         raise APIError(500, str(e)) from e
     except ValueError as e:
         raise APIError(400, str(e)) from e
+    finally:  # /slots' record of each task (a refused one's note dropped)
+        ledger.file(state, tasks, [s.task_id for s in streams])

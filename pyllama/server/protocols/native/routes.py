@@ -375,30 +375,6 @@ async def set_props(request: Request) -> Response:
     return json_response({"success": True})
 
 
-async def slots(request: Request) -> Response:
-    state = _state(request)
-    if not state.settings.slots:
-        raise APIError(501, "This server does not support slots endpoint. Start it with `--slots`")
-    _, engine = state.require()
-    out = []
-    for s in engine.engine.slots():
-        out.append(
-            {
-                "id": s["id"],
-                "id_task": s["task_id"] or -1,
-                "n_ctx": s["n_ctx"],
-                "speculative": state.speculative,
-                "is_processing": s["state"] != "idle",
-                "state": s["state"],
-                "n_past": s["n_past"],
-                "n_prompt_tokens": s["n_prompt"],
-                "n_decoded": s["n_decoded"],
-                "n_cache_tokens": s["n_cache"],
-            }
-        )
-    return json_response(out)
-
-
 async def metrics(request: Request) -> Response:
     state = _state(request)
     if not state.settings.metrics:
@@ -422,6 +398,5 @@ ROUTES: list[tuple[str, Any, list[str]]] = [
     ("/tokenize", tokenize, ["POST"]),
     ("/detokenize", detokenize, ["POST"]),
     ("/apply-template", apply_template, ["POST"]),
-    ("/slots", slots, ["GET"]),
     ("/metrics", metrics, ["GET"]),
 ]

@@ -1,0 +1,96 @@
+"""``GET /slots`` shows what llama-server's shows once a task has run on a slot: the slot's
+tokens, its reset counters and next-token state after the task, and while one runs its
+parameters and what is left of its limit. Compared with the peer started the same way;
+the fields the engine does not report yet (a finished task's id and parameters,
+``has_next_token`` after the end, a running task's prompt counts and ``has_new_line``)
+must be absent, never made up."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from helpers.peer import running_peer
+from helpers.servers import running_server
+
+http = httpx.Client(timeout=120)
+UNKNOWN_AFTER = {"id_task", "params"}  # need the engine to report a slot's last task
+
+
+@pytest.fixture(scope="module")
+def servers(smollm_path: str) -> Iterator[tuple[str, str]]:
+    args = ["-m", smollm_path, "-c", "512", "-np", "2", "-t", "2", "--slots"]
+    with running_server(*args) as ours, running_peer(*args) as peer:
+        yield ours, peer
+
+
+def _slot(url: str, i: int) -> dict[str, Any]:
+    return http.get(url + "/slots").json()[i]
+
+
+def test_a_fresh_slot_shows_no_task_fields(servers) -> None:
+    ours, peer = (_slot(url, 1) for url in servers)
+    assert set(peer) == {"id", "n_ctx", "speculative", "is_processing"}
+    assert not {"id_task", "n_prompt_tokens", "params", "next_token"} & set(ours)
+
+
+def test_after_a_task_the_slot_shows_llama_servers_fields(servers) -> None:
+    body = {"prompt": "The capital of France is", "n_predict": 8, "temperature": 0, "id_slot": 0}
+    for url in servers:
+        assert http.post(url + "/completion", json=body).status_code == 200
+    ours, peer = (_slot(url, 0) for url in servers)
+    assert set(peer) - set(ours) == UNKNOWN_AFTER
+    for key in set(peer) - UNKNOWN_AFTER - {"next_token"}:
+        assert ours[key] == peer[key], key
+    assert ours["n_prompt_tokens"] == peer["n_prompt_tokens"] > 8
+    assert ours["n_prompt_tokens_processed"] == ours["n_prompt_tokens_cache"] == 0
+    (mine,), (theirs,) = ours["next_token"], peer["next_token"]
+    assert "has_next_token" not in mine
+    assert mine == {k: v for k, v in theirs.items() if k != "has_next_token"}
+
+
+def _while_busy(url: str, n_predict: int) -> dict[str, Any]:
+    """Slot 0 while a long request runs on it (after a few tokens)."""
+    body = {
+        "prompt": "Tell me a long story about",
+        "n_predict": n_predict,
+        "ignore_eos": True,
+        "temperature": 0.5,
+        "top_k": 7,
+        "dry_multiplier": 0.5,
+        "id_slot": 0,
+    }
+    runner = threading.Thread(target=lambda: http.post(url + "/completion", json=body))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            slot = _slot(url, 0)
+            token = slot.get("next_token", [{}])[0]
+            if slot["is_processing"] and token.get("n_decoded", 0) >= 2:
+                return slot
+            time.sleep(0.02)
+        raise AssertionError("the slot never showed a running task")
+    finally:
+        runner.join()
+
+
+def test_a_running_task_shows_its_parameters_and_what_is_left(servers) -> None:
+    ours, peer = (_while_busy(url, 160) for url in servers)
+    assert ours["id_task"] >= 0 and ours["n_ctx"] == peer["n_ctx"]
+    # the chat parser's fields are the protocol's, which the ledger does not keep
+    parser = {"chat_format", "reasoning_format", "reasoning_in_content", "generation_prompt"}
+    assert set(peer["params"]) - set(ours["params"]) == parser
+    for key, value in ours["params"].items():
+        assert value == peer["params"][key], key
+    token = ours["next_token"][0]
+    assert token["has_next_token"] is True
+    assert token["n_remain"] == 160 - token["n_decoded"]
+    # the prompt, then each token sampled (the peer's count, at its own point)
+    prompt = peer["n_prompt_tokens"] - peer["next_token"][0]["n_decoded"]
+    assert ours["n_prompt_tokens"] == prompt + token["n_decoded"]
