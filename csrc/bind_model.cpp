@@ -45,9 +45,17 @@ py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::st
              std::vector<std::pair<std::string, std::string>> tensor_overrides, std::vector<std::string> kv_overrides,
              uint32_t n_ctx, uint32_t n_parallel, uint32_t n_batch, uint32_t n_ubatch, int32_t flash_attn,
              const std::string & type_k, const std::string & type_v, bool kv_unified, bool swa_full, bool offload_kqv,
-             std::vector<size_t> margins_mib, uint32_t n_ctx_min, bool embeddings, bool speculative) {
-    const ModelParams mp = placement(n_gpu_layers, std::move(devices), split_mode, main_gpu, std::move(tensor_split),
-                                     std::move(tensor_overrides), std::move(kv_overrides));
+             std::vector<size_t> margins_mib, uint32_t n_ctx_min, bool embeddings, bool speculative, bool repack,
+             bool no_host, std::string load_mode, std::string lazy_mode, bool op_offload) {
+    ModelParams mp = placement(n_gpu_layers, std::move(devices), split_mode, main_gpu, std::move(tensor_split),
+                               std::move(tensor_overrides), std::move(kv_overrides));
+    // the trial load places the weights as the real one will (llama-server's fit gets the
+    // same model params): extra buffer types, host buffers and lazy tensors change what
+    // each device is projected to hold
+    mp.use_extra_bufts = repack;
+    mp.no_host = no_host;
+    mp.load_mode = std::move(load_mode);
+    mp.lazy_mode = std::move(lazy_mode);
     ContextParams cp;
     cp.n_ctx = n_ctx;
     cp.n_seq_max = n_parallel;
@@ -59,6 +67,7 @@ py::dict fit(const std::string & path, int32_t n_gpu_layers, std::vector<std::st
     cp.kv_unified = kv_unified;
     cp.swa_full = swa_full;
     cp.offload_kqv = offload_kqv;
+    cp.op_offload = op_offload;
     cp.embeddings = embeddings;
     cp.n_outputs_max = outputs_max(static_cast<int32_t>(n_parallel), n_batch, embeddings, speculative);  // the engine's
     // the engine's per-sequence limit: one row without speculation (llama-server's
@@ -214,7 +223,9 @@ void register_model(py::module_ & m) {
           py::arg("type_k") = "f16", py::arg("type_v") = "f16", py::arg("kv_unified") = true,
           py::arg("swa_full") = true, py::arg("offload_kqv") = true,
           py::arg("margins_mib") = std::vector<size_t>{1024}, py::arg("n_ctx_min") = 4096u,
-          py::arg("embeddings") = false, py::arg("speculative") = false,
+          py::arg("embeddings") = false, py::arg("speculative") = false, py::arg("repack") = true,
+          py::arg("no_host") = false, py::arg("load_mode") = "", py::arg("lazy_mode") = "auto",
+          py::arg("op_offload") = true,
           "llama-server's --fit: the GPU layers, context size, tensor split and tensor overrides "
           "(only those left at their defaults change) that fit the devices' free memory, leaving "
           "margins_mib free; status 0 fits, 1 nothing projected to fit, 2 error. It sizes the "

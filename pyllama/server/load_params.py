@@ -135,6 +135,7 @@ def apply_fit(
     if not s.load.fit:
         return model, n_ctx
     keys = ("n_gpu_layers", "devices", "split_mode", "main_gpu", "tensor_split")
+    keys += ("repack", "no_host", "load_mode", "lazy_mode")
     r = _core.fit_params(
         path,
         **{k: model[k] for k in keys},
@@ -149,6 +150,8 @@ def apply_fit(
         type_v=s.cache_type_v,
         kv_unified=unified,
         offload_kqv=s.context.kv_offload,
+        op_offload=s.context.op_offload,
+        swa_full=s.context.swa_full,
         margins_mib=s.load.fit_target_mib,
         n_ctx_min=s.load.fit_ctx,
         embeddings=bool(s.embeddings or s.reranking),

@@ -3,10 +3,8 @@ one tensor llama.cpp marks for on-demand reading, ``on`` maps that tensor apart 
 faulting it in (llama.cpp logs "lazy read enabled" and a second model buffer of its size, and
 the process holds about that much less of the file resident after a completion), ``off`` and
 ``auto`` (lazy above 4 GiB only) read it whole; the greedy text is the same either way. The
-log lines, the text and the resident drop are those of llama-server under the same flags.
-
-``--fit off`` on both: pyllama's --fit dry run does not get the lazy mode (an engine change,
-csrc/core/fit.cpp), so its projection logs one model buffer where llama-server's logs two."""
+log lines, the text and the resident drop are those of llama-server under the same flags,
+--fit's projection included (its trial load gets the lazy mode, as llama-server's does)."""
 
 from __future__ import annotations
 
@@ -62,7 +60,7 @@ def test_lazy_mode_on_reads_per_layer_embeddings_on_demand_as_llama_server(
     gemma4: Path,
 ) -> None:
     peer = str(require_peer())
-    common = ["-m", str(gemma4), "-c", "1024", "-np", "1", "-t", "2", "-v", "--fit", "off"]
+    common = ["-m", str(gemma4), "-c", "1024", "-np", "1", "-t", "2", "-v"]
     runs = {}
     for mode in ("on", "off", "auto"):
         flags = [*common, "--lazy-mode", mode]
@@ -76,7 +74,9 @@ def test_lazy_mode_on_reads_per_layer_embeddings_on_demand_as_llama_server(
     assert f"model buffer size = {mib}.00 MiB" in on, on
     assert "lazy read enabled" in on and "enabling prefetch for 'per_layer_token_embd.weight'" in on
     assert off == auto and not any("lazy" in line or "prefetch" in line for line in off), off
-    assert len(on) == len(off) + 3  # the lazy line, the prefetch line, the lazy tensor's buffer
+    # the lazy line, the prefetch line, the lazy tensor's buffer in --fit's projection and
+    # in the load (the projection placing the weights as the load does, as llama-server's)
+    assert len(on) == len(off) + 4
     texts = {runs[side, mode][1] for side in ("ours", "peer") for mode in ("on", "off", "auto")}
     assert len(texts) == 1 and texts.pop()  # reading on demand changes no result
 
