@@ -105,6 +105,19 @@ def _pick_spec(req: Any, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def ran_on(state: ServerState, req: Any) -> dict[str, int]:
+    """``id_slot``: the slot that ran the task, as llama-server reports it. Known here when
+    the request named one (the engine runs it there) or the server has one slot; otherwise
+    left out, as the engine's events do not say which slot ran a task yet. The copies of
+    an ``n_cmpl`` > 1 request run on any slot (llama-server's child tasks name none)."""
+    if state.n_parallel == 1:
+        return {"id_slot": 0}
+    copies = max(getattr(req, "n_cmpl", 1) or 1, getattr(req, "n", 1) or 1)
+    if req.id_slot >= 0 and copies == 1:
+        return {"id_slot": req.id_slot}
+    return {}
+
+
 def native_final(
     state: ServerState,
     r: results.Result,
@@ -121,7 +134,7 @@ def native_final(
         "index": r.index,
         "content": "" if streamed else r.content,
         "tokens": [] if streamed else (r.tokens if req.return_tokens else []),
-        "id_slot": req.id_slot,
+        **ran_on(state, req),
         "stop": True,
         "model": state.model_name,
         "tokens_predicted": f.n_predicted,
@@ -214,7 +227,7 @@ async def _stream(
                     "content": "",
                     "tokens": [],
                     "stop": False,
-                    "id_slot": req.id_slot,
+                    "id_slot": -1,  # llama-server sets it in the final result only
                     "tokens_predicted": 0,
                     "tokens_evaluated": len(prompts[i]),
                     "timings": results.timings(ev),
@@ -229,7 +242,7 @@ async def _stream(
                 "content": ev.text.decode("utf-8", errors="replace"),
                 "tokens": [ev.token] if ev.token >= 0 and req.return_tokens else [],
                 "stop": False,
-                "id_slot": req.id_slot,
+                "id_slot": -1,  # llama-server sets it in the final result only
                 "tokens_predicted": n_pred[key],
                 "tokens_evaluated": len(prompts[i]),
             }
