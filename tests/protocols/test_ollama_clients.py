@@ -62,20 +62,21 @@ def test_show_then_chat_with_the_ollama_package(server: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def full_context_server(smollm_path: str) -> Iterator[str]:
-    """One slot with the model's whole trained context: LlamaIndex asks for num_ctx equal
-    to /api/show's context_length, which a smaller slot refuses (400)."""
-    with running_server("-m", smollm_path, "-t", "2", "-c", "8192", "-np", "1") as url:
+def small_slot_server(smollm_path: str) -> Iterator[str]:
+    """A slot smaller than the model's trained context (8192): LlamaIndex asks for num_ctx
+    equal to /api/show's context_length, and the request runs in the slot's context (as
+    Ollama clamps a num_ctx it cannot give); pyllama used to refuse it (400)."""
+    with running_server("-m", smollm_path, "-t", "2", "-c", "1024", "-np", "1") as url:
         yield url
 
 
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="llama-index needs Python >= 3.10")
-def test_llamaindex_complete_chat_and_stream(full_context_server: str) -> None:
+def test_llamaindex_complete_chat_and_stream(small_slot_server: str) -> None:
     from llama_index.llms.ollama import Ollama
 
     llm = Ollama(
         model=UNKNOWN,
-        base_url=full_context_server,
+        base_url=small_slot_server,
         request_timeout=300,
         temperature=0,
         additional_kwargs={"num_predict": 8},

@@ -3,6 +3,7 @@ deltas, engine final events) back to Ollama's fields."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -20,6 +21,8 @@ from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.pipeline.turn import sampling_from
 from pyllama.server.protocols.ollama.schemas import Message, Options
 from pyllama.server.state import ServerState
+
+log = logging.getLogger("pyllama.server")
 
 __all__ = ["Clock", "done", "fields", "message_in", "now", "options", "response_format", "think"]
 
@@ -45,17 +48,33 @@ def now() -> str:
 
 
 # ------------------------------------------------------------------------------ in
+_warned: set[tuple[int, int]] = set()
+
+
+def _clamped(num_ctx: int, n_ctx_slot: int) -> None:
+    """``num_ctx`` above what the server can give: Ollama itself clamps a num_ctx above the
+    model's trained context to it and warns ("requested context size too large for
+    model"); a llama-server slot's context is fixed at start, so the request runs in the
+    slot's and a prompt that does not fit is still refused (exceed_context_size_error).
+    LlamaIndex's client sends the trained context as num_ctx with every request."""
+    if (num_ctx, n_ctx_slot) not in _warned:  # once per value, not per request
+        if len(_warned) >= 64:
+            _warned.clear()
+        _warned.add((num_ctx, n_ctx_slot))
+        log.warning(
+            "requested context size too large for a slot: num_ctx=%d, the slot's context "
+            "n_ctx_slot=%d (--ctx-size / --parallel) is used",
+            num_ctx,
+            n_ctx_slot,
+        )
+
+
 def options(state: ServerState, opts: Options | None) -> tuple[Sampling, int, list[str]]:
     """(sampling, n_predict, stop) from Ollama's ``options``."""
     state.require()
     opts = opts or Options()
     if opts.num_ctx is not None and opts.num_ctx > state.n_ctx_slot:
-        raise APIError(
-            400,
-            f"options.num_ctx {opts.num_ctx} is larger than the context of one request on "
-            f"this server ({state.n_ctx_slot} tokens: --ctx-size / --parallel); restart it "
-            "with a larger --ctx-size or fewer --parallel slots",
-        )
+        _clamped(opts.num_ctx, state.n_ctx_slot)
     fields = {k: getattr(opts, k) for k in _SAMPLING}
     if fields["repeat_last_n"] == -1:  # Ollama's "the whole context" (llama-server has no -1)
         fields["repeat_last_n"] = state.n_ctx_slot
