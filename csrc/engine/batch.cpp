@@ -118,6 +118,7 @@ bool Engine::step() {
         metrics_.t_batch_ms_total += static_cast<double>(t_dec0 - t_step0) / 1e3;
     }
     // 3. bookkeeping and sampling, in batch order
+    prescan();
     for (auto & s : slots_) {
         if (!s->task) continue;
         if (s->chunk > 0) {

@@ -205,6 +205,7 @@ private:
     void admit();
     bool step();
     void sample_slot(Slot & slot, int32_t row, llama_token forced = -1);
+    void prescan();  // the step's greedy picks and top-k candidates, spread over threads
     // backend sampling (sampling.cpp): the slot's chain attached to its sequence when its
     // task asks for it and nothing needs the host's view of every logit; detached on release
     void attach_sampler(Slot & slot);
@@ -274,6 +275,8 @@ private:
     std::unique_ptr<Batch> batch_;
     std::vector<llama_token_data> cur_;
     std::vector<llama_token_data> topk_scratch_, top_;  // top_k_candidates' buffers, reused
+    std::vector<Slot *> prescan_work_;       // prescan()'s lists, reused every step
+    std::vector<const float *> prescan_rows_;
     int32_t outputs_per_seq_ = 1;  // rows a backend-sampled sequence may have in one batch
     std::vector<llama_sampler_ptr> draft_chains_;  // per sequence, attached to dctx_ (or empty)
 

@@ -100,13 +100,15 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         where = &metrics_.n_sampled_split;
     } else if (s.task->greedy && budget_state != REASONING_BUDGET_FORCING) {
         // the chain would keep only this token; skip filling and sorting 1e4-1e5 candidates
-        tok = biased_argmax(raw(), n_vocab, s.task->bias);
+        tok = s.pre.ready ? s.pre.pick : biased_argmax(raw(), n_vocab, s.task->bias);
         where = &metrics_.n_sampled_host;
     } else if (s.task->top_k_at >= 0 && !budget &&
-               top_k_candidates(raw(), n_vocab, tp.sampling.top_k, s.task->bias, topk_scratch_, cur_.data())) {
+               (s.pre.ready ? s.pre.top_ok
+                            : top_k_candidates(raw(), n_vocab, tp.sampling.top_k, s.task->bias, topk_scratch_, cur_.data()))) {
         // the top k straight from the logits, then the stages after top_k: what the chain
         // would do with the whole vocabulary's candidates, without building them
-        arr = llama_token_data_array{cur_.data(), static_cast<size_t>(tp.sampling.top_k), -1, true};
+        llama_token_data * top = s.pre.ready ? s.pre.top.data() : cur_.data();
+        arr = llama_token_data_array{top, static_cast<size_t>(tp.sampling.top_k), -1, true};
         llama_sampler * chain = s.chain->get();
         const int32_t n_stages = llama_sampler_chain_n(chain);
         for (int32_t i = s.task->top_k_at + 1; i < n_stages; ++i) llama_sampler_apply(llama_sampler_chain_get(chain, i), &arr);
@@ -118,6 +120,7 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
         tok = run_chain();
         where = &metrics_.n_sampled_host;
     }
+    s.pre.ready = false;
     if (where) {
         std::lock_guard<std::mutex> lk(pub_mu_);
         ++*where;

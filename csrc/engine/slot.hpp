@@ -65,6 +65,13 @@ struct Engine::Slot {
     std::optional<Sampler> grammar;
     std::optional<Sampler> budget;
     bool backend = false;  // `chain` is attached to the context for sequence `id`
+    // this step's scan of its logits row, done ahead by Engine::prescan when it is set
+    struct Prescan {
+        bool ready = false;
+        llama_token pick = -1;  // greedy
+        bool top_ok = false;    // top_k_candidates' result, in `top`
+        std::vector<llama_token_data> top, scratch;
+    } pre;
     std::optional<TextStream> text;
     int32_t n_decoded = 0;
     bool truncated = false;  // the context was shifted: tokens were dropped

@@ -10,10 +10,12 @@ they are. The same seed must give the same tokens, with and without a logit bias
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from pyllama import _core
-from pyllama.engine import generate, make_task, open_engine
+from pyllama.engine import AsyncEngine, generate, make_task, open_engine
 from pyllama.sampling import make_sampling_params
 
 PROMPT = (
@@ -70,3 +72,34 @@ def test_greedy_argmax_with_a_sparse_bias(engine) -> None:
     whole = tokens(model, eng, WHOLE, temperature=1.0, top_k=1, logit_bias=bias, ignore_eos=True)
     assert greedy[0] != plain[0]
     assert greedy == whole
+
+
+def test_scans_spread_over_threads_sample_as_one_sequence_alone(smollm_path) -> None:
+    """With many sequences the engine scans their rows ahead, on ggml's threads: twelve
+    seeded top-k tasks and four greedy ones decoded together give each one's tokens alone
+    (from clean KV, batching changes no logits)."""
+    model = _core.Model(smollm_path)
+    eng = open_engine(model, n_parallel=16, n_ctx=16 * 256, n_threads=2)
+    try:
+
+        def task(i: int):
+            params = make_sampling_params(
+                samplers=SHORTCUT, temperature=0.0 if i >= 12 else 1.2, top_k=30, seed=100 + i
+            )
+            prompt = model.tokenize(f"{PROMPT}Chapter {i}:", True, True)
+            return make_task(prompt, n_predict=40, sampling=params, cache_prompt=False)
+
+        alone = [[e.token for e in generate(eng, task(i)) if e.type == "token"] for i in range(16)]
+        ae = AsyncEngine(eng)
+
+        async def together():
+            runs = await asyncio.gather(
+                *[ae.collect(s) for s in ae.submit_many([task(i) for i in range(16)])]
+            )
+            return [[e.token for e in events if e.type == "token"] for events, _ in runs]
+
+        before = eng.metrics()["n_decode_total"]
+        assert asyncio.run(together()) == alone
+        assert eng.metrics()["n_decode_total"] - before < 100  # together: not 16 x 40 decodes
+    finally:
+        eng.stop()
