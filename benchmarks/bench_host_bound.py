@@ -58,7 +58,8 @@ def run_batched(
 ) -> float:
     cmd = [binary, "-m", str(model), "-p", PROMPT, "-np", str(c), "-n", str(n_prompt + g)]
     cmd += ["-t", str(threads), "-tb", str(threads), "-kvu", *peer_args(mode)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    # its streams print token pieces as they come: partial UTF-8
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, errors="replace")
     m = re.search(
         r"decoded (\d+) tokens in ([\d.]+) s, speed: ([\d.]+) t/s", out.stderr + out.stdout
     )
@@ -145,22 +146,27 @@ def main() -> int:
     model = _core.Model(str(path))
     prompt = list(model.tokenize(PROMPT, add_special=True, parse_special=False))
     ceiling = run_batched_bench(args.batched_bench, path, args.threads, cs, len(prompt), g)
-    eng = open_engine(
-        model,
-        n_parallel=max(cs),
-        n_ctx=max(cs) * (len(prompt) + g + 16),
-        n_batch=max(2048, max(cs)),
-        n_ubatch=512,
-        n_threads=args.threads,
-        kv_unified=True,
-    )
-    ae = AsyncEngine(eng)
-    asyncio.run(run_engine(ae, eng, prompt, 1, 8, "greedy"))  # warm-up
     for mode in modes:
         for c in cs:
             if mode == "bs" and c > args.bs_max:
                 continue
+            # an engine per run, sized for it as llama-batched sizes its context: idle slots
+            # of an earlier run would keep their cached tokens in the unified KV cache, and
+            # every decode would attend over them
+            eng = open_engine(
+                model,
+                n_parallel=c,
+                n_ctx=c * (len(prompt) + g + 16),
+                n_batch=max(2048, c),
+                n_ubatch=512,
+                n_threads=args.threads,
+                kv_unified=True,
+            )
+            ae = AsyncEngine(eng)
+            asyncio.run(run_engine(ae, eng, prompt, 1, 8, mode))  # warm-up
             tps, host_us, n = asyncio.run(run_engine(ae, eng, prompt, c, g, mode))
+            ae.close()
+            eng.stop()
             row: dict[str, object] = {"mode": mode, "concurrency": c, "engine_tok_s": round(tps, 1)}
             row.update(
                 host_us_per_seq_step=round(host_us, 2), tokens=n, batched_bench_s_tg=ceiling[c]
@@ -174,7 +180,6 @@ def main() -> int:
                 json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()),
                 flush=True,
             )
-    ae.close()
     return 0
 
 

@@ -38,6 +38,11 @@ py::dict slot_dict(const engine::SlotInfo & s) {
     d["n_prompt"] = s.n_prompt;
     d["n_decoded"] = s.n_decoded;
     d["n_cache"] = s.n_cache;
+    d["last_task_id"] = s.last_task_id;
+    d["n_prompt_processed"] = s.n_prompt_processed;
+    d["n_prompt_cached"] = s.n_prompt_cached;
+    d["has_next_token"] = s.has_next_token;
+    d["has_new_line"] = s.has_new_line;
     return d;
 }
 
@@ -175,6 +180,7 @@ void register_engine(py::module_ & m) {
         .def_property_readonly("type", [](const Event & e) { return event_type_name(e.type); })
         .def_readonly("index", &Event::index)
         .def_readonly("done", &Event::done)
+        .def_readonly("id_slot", &Event::id_slot)
         .def_readonly("token", &Event::token)
         .def_property_readonly("text", [](const Event & e) { return py::bytes(e.text); },
                                "UTF-8 bytes; whole characters except where the model produced invalid UTF-8")

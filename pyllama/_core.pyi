@@ -1064,6 +1064,9 @@ class Event:
     def error_kind(self) -> str:
         ...
     @property
+    def id_slot(self) -> int:
+        ...
+    @property
     def index(self) -> int:
         ...
     @property

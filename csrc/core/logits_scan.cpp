@@ -44,6 +44,15 @@ bool use_avx2() {
 #endif
 }
 
+bool use_avx2_fma() {
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+#else
+    return false;
+#endif
+}
+
 float max_scalar(const float * l, int32_t i, int32_t n, float m) {
     for (; i < n; ++i) m = l[i] > m ? l[i] : m;  // NaN never wins
     return m;
@@ -187,7 +196,49 @@ struct Collector {
     }
 };
 
+double sum_exp_scalar(const float * l, int32_t i, int32_t n, float m) {
+    double s = 0.0;
+    for (; i < n; ++i) s += std::exp(static_cast<double>(l[i] - m));
+    return s;
+}
+
 #ifdef PYLLAMA_HAS_AVX2_BODY
+// exp(x) for x <= 0 (Cephes' expf: x = k ln2 + r, |r| <= ln2/2, a degree-5 polynomial for
+// exp(r), 2^k into the exponent bits; relative error about 2e-7); below -87.3 it is 0.
+__attribute__((target("avx2,fma"))) inline __m256 exp_neg_avx2(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_max_ps(x, lo);
+    const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+__attribute__((target("avx2,fma"))) double sum_exp_avx2(const float * l, int32_t n, float m) {
+    const __m256 mm = _mm256_set1_ps(m);
+    __m256 a = _mm256_setzero_ps(), b = a;
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a = _mm256_add_ps(a, exp_neg_avx2(_mm256_sub_ps(_mm256_loadu_ps(l + i), mm)));
+        b = _mm256_add_ps(b, exp_neg_avx2(_mm256_sub_ps(_mm256_loadu_ps(l + i + 8), mm)));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(a, b));
+    double s = 0.0;
+    for (float v : lanes) s += v;
+    return s + sum_exp_scalar(l, i, n, m);
+}
+
 PYLLAMA_AVX2 void scan_avx2(Collector & c, int32_t n) {
     int32_t i = 0;
     __m256 t = _mm256_set1_ps(c.thr);
@@ -275,6 +326,18 @@ llama_token biased_argmax(const float * l, int32_t n, const SparseBias & bias) {
         if (v > best_v || (v == best_v && v != kNegInf && t < best)) best_v = v, best = t;
     }
     return best;
+}
+
+float log_sum_exp(const float * l, int32_t n) {
+    const float m = n > 0 ? max_value(l, n) : kNegInf;
+    if (m == kNegInf) return kNegInf;
+    double s = 0.0;
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    if (use_avx2_fma()) s = sum_exp_avx2(l, n, m);
+    else
+#endif
+        s = sum_exp_scalar(l, 0, n, m);
+    return m + static_cast<float>(std::log(s));
 }
 
 bool top_k_candidates(const float * l, int32_t n, int32_t k, const SparseBias & bias, std::vector<llama_token_data> & scratch,

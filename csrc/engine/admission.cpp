@@ -120,6 +120,9 @@ void Engine::admit() {
             }
             s.text.emplace(task->params.stop);
             s.n_decoded = 0;
+            s.last_task_id = task->id;
+            s.has_next_token = true;
+            s.has_new_line = false;
             s.n_draft = s.n_draft_accepted = 0;
             s.n_shared = 0;
             s.truncated = false;

@@ -231,7 +231,9 @@ void Engine::loop() {
         admit();
         step();
         publish();
-        notify();
+        bool more = !queue_.empty();  // else the loop waits next turn: deliver now
+        for (const auto & s : slots_) more = more || s->state != Slot::State::Idle;
+        notify(!more);
     }
     // shutdown: whatever is queued or running ends with an error event
     for (auto & s : slots_) {
@@ -246,7 +248,7 @@ void Engine::loop() {
         emit(t->id, std::move(ev), true);
     }
     queue_.clear();
-    notify();
+    notify(true);
     std::lock_guard<std::mutex> lk(in_mu_);
     for (auto & c : commands_) c();  // their futures complete (with the "stopped" state they observe)
     commands_.clear();

@@ -115,6 +115,14 @@ struct SlotInfo {
     int32_t n_prompt;
     int32_t n_decoded;
     int32_t n_cache;
+    // llama-server's slot fields: the task running or, once it ended, the last one (0:
+    // none yet); prompt tokens evaluated and taken from the cache by the running task;
+    // whether it may still sample (false once it stopped) and has written a newline
+    uint64_t last_task_id;
+    int32_t n_prompt_processed;
+    int32_t n_prompt_cached;
+    bool has_next_token;
+    bool has_new_line;
 };
 
 struct Metrics {
@@ -217,7 +225,7 @@ private:
     void emit_progress(const Slot & s);
     static void stamp(Event & ev, const Slot & s, int64_t now);
     void emit(uint64_t task_id, Event && ev, bool last);
-    void notify();
+    void notify(bool force);
     void publish();
     void context_shift(Slot & slot);
     // forget the slot's KV from position `keep` on; returns what is kept (0 where the memory
@@ -301,6 +309,9 @@ private:
     std::vector<uint64_t> ready_;
     bool notified_ = false;    // a byte is in the pipe, not yet drained
     bool unnotified_ = false;  // events queued since the last notify()
+    int64_t last_notify_us_ = 0;
+    bool urgent_ = false;  // an event that should not wait for the gap (see notify)
+    static constexpr int64_t kNotifyGapUs = 3000;  // the most a busy engine delays an event
     int pipe_[2] = {-1, -1};
 
     // published snapshot

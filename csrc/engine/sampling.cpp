@@ -173,11 +173,7 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
             ev.logprob = std::log(std::max(p_tok, 1e-30f));
         } else {
             logits = raw();
-            const llama_token am = argmax(logits, n_vocab);
-            const float mx = am >= 0 ? logits[am] : logits[0];
-            double sum = 0.0;
-            for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
-            const float lse = mx + static_cast<float>(std::log(sum));
+            const float lse = log_sum_exp(logits, n_vocab);
             const size_t k = std::min(n, static_cast<size_t>(n_vocab));
             top_.resize(k);
             if (!top_k_candidates(logits, n_vocab, static_cast<int32_t>(k), SparseBias{}, topk_scratch_, top_.data())) {
@@ -198,6 +194,7 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
     const auto & keep = tp.preserved_tokens;
     const bool special = tp.special || (!keep.empty() && std::find(keep.begin(), keep.end(), tok) != keep.end());
     ev.text = s.text->push(model_->token_to_piece(tok, special));
+    if (ev.text.find('\n') != std::string::npos) s.has_new_line = true;  // as llama-server: text sent
     stamp(ev, s, now_us());  // counts and times so far (timings_per_token)
     emit(s.task->id, std::move(ev), false);
 
@@ -224,6 +221,7 @@ void Engine::finish_embedding(Slot & s) {
     Event ev;
     ev.type = Event::Type::Final;
     ev.done = true;
+    ev.id_slot = s.id;
     ev.n_prompt = static_cast<int32_t>(s.prompt().size());
     ev.t_prompt_ms = static_cast<double>(s.t_prompt_done - s.t_start) / 1e3;
     const int32_t norm = s.task->params.embd_normalize;
@@ -268,7 +266,9 @@ void Engine::finish(Slot & s, StopReason reason) {
     Event ev;
     ev.type = Event::Type::Final;
     ev.index = s.index;
+    ev.id_slot = s.id;
     ev.stop = reason;
+    s.has_next_token = false;
     ev.stopping_word = s.text->stopping_word();
     stamp(ev, s, t_end);
     {

@@ -74,6 +74,9 @@ struct Engine::Slot {
     } pre;
     std::optional<TextStream> text;
     int32_t n_decoded = 0;
+    uint64_t last_task_id = 0;    // kept after release, for /slots
+    bool has_next_token = false;  // as llama-server's slot: false once the task stopped
+    bool has_new_line = false;    // text sent for the running task held a newline
     bool truncated = false;  // the context was shifted: tokens were dropped
     llama_token sampled = -1;
     int32_t i_batch = -1;   // output row in the current batch

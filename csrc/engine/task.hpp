@@ -60,6 +60,7 @@ struct Event {
     Type type = Type::Token;
     uint32_t index = 0;  // which completion of an n > 1 task
     bool done = false;   // the task's last event: nothing follows it
+    int32_t id_slot = -1;  // Final: the slot that ran this completion
 
     // Token
     llama_token token = -1;

@@ -105,17 +105,11 @@ def _pick_spec(req: Any, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def ran_on(state: ServerState, req: Any) -> dict[str, int]:
-    """``id_slot``: the slot that ran the task, as llama-server reports it. Known here when
-    the request named one (the engine runs it there) or the server has one slot; otherwise
-    left out, as the engine's events do not say which slot ran a task yet. The copies of
-    an ``n_cmpl`` > 1 request run on any slot (llama-server's child tasks name none)."""
-    if state.n_parallel == 1:
-        return {"id_slot": 0}
-    copies = max(getattr(req, "n_cmpl", 1) or 1, getattr(req, "n", 1) or 1)
-    if req.id_slot >= 0 and copies == 1:
-        return {"id_slot": req.id_slot}
-    return {}
+def ran_on(r: results.Result) -> dict[str, int]:
+    """``id_slot``: the slot that ran this completion, as llama-server reports it (the
+    engine's final event says which)."""
+    slot = r.final.id_slot if r.final is not None else -1
+    return {"id_slot": slot} if slot >= 0 else {}
 
 
 def native_final(
@@ -134,7 +128,7 @@ def native_final(
         "index": r.index,
         "content": "" if streamed else r.content,
         "tokens": [] if streamed else (r.tokens if req.return_tokens else []),
-        **ran_on(state, req),
+        **ran_on(r),
         "stop": True,
         "model": state.model_name,
         "tokens_predicted": f.n_predicted,

@@ -5,10 +5,9 @@ tasks submitted (``pipeline.ledger``), plus pyllama's own fields (``state``, ``n
 
 llama-server shows a slot's task fields once a task has run on it: the running task's, or
 the last one's after its end, when it has reset the slot's counters (prompt tokens
-processed and taken from the cache, tokens decoded: 0; no limit left: -1). What the engine
-does not report yet is left out rather than guessed: a finished task's id and parameters
-and whether it stopped by itself (``has_next_token``), a running task's prompt counts
-and whether it wrote a newline (``has_new_line``)."""
+processed and taken from the cache, tokens decoded: 0; no limit left: -1). The engine's
+slot snapshot says which task ran last, its prompt counts, whether it may still sample and
+whether it wrote a newline; the ledger keeps the parameters of the latest tasks."""
 
 from __future__ import annotations
 
@@ -57,23 +56,34 @@ def slot_json(state: ServerState, s: dict[str, Any]) -> dict[str, Any]:
         "speculative": state.speculative,
         "is_processing": busy,
     }
+    last = s["last_task_id"]
+    record = ledger.lookup(state, last) if last else None
     if busy:
         out["id_task"] = s["task_id"]
         # the slot's tokens, as llama-server's: the prompt, then each token once sampled
         generating = s["state"] == "generating"
         out["n_prompt_tokens"] = s["n_prompt"] + s["n_decoded"] if generating else s["n_cache"]
-        record = ledger.lookup(state, s["task_id"])
-        token: dict[str, Any] = {"has_next_token": True, "n_decoded": s["n_decoded"]}
+        out["n_prompt_tokens_processed"] = s["n_prompt_processed"]
+        out["n_prompt_tokens_cache"] = s["n_prompt_cached"]
+        token: dict[str, Any] = {
+            "has_next_token": s["has_next_token"],
+            "has_new_line": s["has_new_line"],
+            "n_decoded": s["n_decoded"],
+        }
         if record is not None:
             out["params"] = _params(state, record)
             left = record.n_predict - s["n_decoded"]
             token["n_remain"] = -1 if record.n_predict < 0 else left
         out["next_token"] = [token]
-    elif s["n_cache"] > 0:  # a task ran here and ended: its counters were reset
+    elif last:  # a task ran here and ended: its counters were reset
+        out["id_task"] = last
+        if record is not None:
+            out["params"] = _params(state, record)
         out["n_prompt_tokens"] = s["n_cache"]
         out["n_prompt_tokens_processed"] = 0
         out["n_prompt_tokens_cache"] = 0
-        out["next_token"] = [{"has_new_line": False, "n_remain": -1, "n_decoded": 0}]
+        token = {"has_next_token": s["has_next_token"], "has_new_line": s["has_new_line"]}
+        out["next_token"] = [{**token, "n_remain": -1, "n_decoded": 0}]
     out.update(  # pyllama's
         {
             "state": s["state"],
