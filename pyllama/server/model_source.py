@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyllama.model_file import ModelFileError
 from pyllama.server.settings import Settings
 
-__all__ = ["draft_path", "model_path"]
+__all__ = ["draft_path", "model_path", "source_name"]
 
 
 def _hub(repo_tag: str, hf_file: str | None, offline: bool, token: str | None, flag: str) -> str:
@@ -71,3 +71,11 @@ def draft_path(s: Settings) -> str | None:
     if s.draft_hf_repo:
         return _hub(s.draft_hf_repo, s.draft_hf_file, s.offline, s.hf_token, "--spec-draft-hf")
     return None
+
+
+def source_name(s: Settings, path: str) -> str:
+    """The model's name when no ``--alias`` gives one, as llama.cpp's
+    ``common_params_model::get_name``: the ``-hf`` repository as written (tag included), else
+    the ``-dr`` reference, else the path loaded (``-m`` as written, or where ``-mu`` or the
+    demo model lies)."""
+    return s.hf_repo or s.docker_repo or path

@@ -31,7 +31,7 @@ from pyllama.server.load_params import (
 )
 from pyllama.server.media.content import MediaRules, media_marker
 from pyllama.server.media.video import VideoOptions, find_tools
-from pyllama.server.model_source import draft_path, model_path
+from pyllama.server.model_source import draft_path, model_path, source_name
 from pyllama.server.ops.latency import RequestTimings
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
@@ -53,7 +53,8 @@ class ServerState:
         self.engine: AsyncEngine | None = None
         self.template: ChatTemplate | None = None
         self.model_path = ""
-        self.model_name = ""
+        self.model_name = ""  # llama-server's: the first --alias, else the model's source
+        self.model_aliases: list[str] = []  # /v1/models "aliases"
         self.n_ctx = 0
         self.n_ctx_slot = 0
         self.n_parallel = 0
@@ -215,7 +216,10 @@ class ServerState:
         self.eog_tokens = [t for t in range(model.n_vocab) if model.is_eog(t)]
         self.bos_text = self._special(model, model.token_bos)
         self.eos_text = self._special(model, model.token_eos)
-        self.model_name = s.model_alias or Path(path).name
+        # llama-server names a model without --alias by where it came from, and lists that
+        # name as its one alias (server.cpp, common_params_model::get_name)
+        self.model_aliases = s.alias or [source_name(s, path)]
+        self.model_name = self.model_aliases[0]
         self.n_ctx = n_ctx
         self.n_parallel = n_parallel
         self.n_ctx_slot = core.n_ctx_slot

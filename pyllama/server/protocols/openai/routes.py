@@ -64,7 +64,7 @@ async def models(request: Request) -> Response:
     info = state.model_info()
     entry = {
         "id": state.model_name,
-        "aliases": state.settings.alias,
+        "aliases": state.model_aliases,
         "tags": state.settings.tags,
         "object": "model",
         "created": state.started,
