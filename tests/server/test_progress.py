@@ -52,7 +52,13 @@ def _check_progress(progress: list[dict], cached: bool) -> None:
 
 
 def test_completion_prompt_progress(small_batches):
-    body = {"prompt": LONG, "n_predict": 4, "return_progress": True, "cache_prompt": False}
+    body = {
+        "prompt": LONG,
+        "n_predict": 4,
+        "return_progress": True,
+        "cache_prompt": False,
+        "timings_per_token": True,  # progress chunks carry timings only then, as llama-server's
+    }
     chunks = _stream(small_batches, "/completion", body)
     progress = [c for c in chunks if "prompt_progress" in c]
     assert len(progress) > 2
@@ -63,6 +69,7 @@ def test_completion_prompt_progress(small_batches):
 def test_chat_prompt_progress_reuses_cache(small_batches):
     body = {"messages": [{"role": "user", "content": LONG}], "max_tokens": 4}
     _stream(small_batches, "/v1/chat/completions", body)  # fills the slot's cache
+    body["timings_per_token"] = True
     longer = {"messages": [{"role": "user", "content": LONG + "and again " * 20}]}
     chunks = _stream(
         small_batches, "/v1/chat/completions", {**body, **longer, "return_progress": True}

@@ -215,26 +215,28 @@ async def _stream(
     async for i, ev in results.merged(streams, progress=req.return_progress):
         index = i * req.n_cmpl + ev.index
         if ev.type == "progress":
-            yield sse(
-                {
-                    "index": index,
-                    "content": "",
-                    "tokens": [],
-                    "stop": False,
-                    "id_slot": -1,  # llama-server sets it in the final result only
-                    "tokens_predicted": 0,
-                    "tokens_evaluated": len(prompts[i]),
-                    "timings": results.timings(ev),
-                    "prompt_progress": results.prompt_progress(ev),
-                }
-            )
+            # llama-server's progress chunk is a token chunk of an empty token: token 0
+            progress: dict[str, Any] = {
+                "index": index,
+                "content": "",
+                "tokens": [0],
+                "stop": False,
+                "id_slot": -1,  # llama-server sets it in the final result only
+                "tokens_predicted": 0,
+                "tokens_evaluated": len(prompts[i]),
+            }
+            if req.timings_per_token:
+                progress["timings"] = results.timings(ev)
+            progress["prompt_progress"] = results.prompt_progress(ev)
+            yield sse(progress)
         elif ev.type == "token":
             key = (i, ev.index)
             n_pred[key] = n_pred.get(key, 0) + (1 if ev.token >= 0 else 0)
             chunk: dict[str, Any] = {
                 "index": index,
                 "content": ev.text.decode("utf-8", errors="replace"),
-                "tokens": [ev.token] if ev.token >= 0 and req.return_tokens else [],
+                # every streamed token, as llama-server (return_tokens is the final's)
+                "tokens": [ev.token] if ev.token >= 0 else [],
                 "stop": False,
                 "id_slot": -1,  # llama-server sets it in the final result only
                 "tokens_predicted": n_pred[key],

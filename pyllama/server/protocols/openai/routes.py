@@ -153,9 +153,16 @@ async def _stream_completions(
 ) -> AsyncIterator[bytes]:
     env = {**env}
     finals = []
-    async for i, ev in results.merged(streams):
+    async for i, ev in results.merged(streams, progress=req.return_progress):
         index = i * req.n + ev.index
-        if ev.type == "token":
+        if ev.type == "progress":  # llama-server's: an empty choice with prompt_progress
+            empty = {"text": "", "index": index, "logprobs": None, "finish_reason": None}
+            progress = {**env, "choices": [empty]}
+            if req.timings_per_token:
+                progress["timings"] = results.timings(ev)
+            progress["prompt_progress"] = results.prompt_progress(ev)
+            yield sse(progress)
+        elif ev.type == "token":
             if not ev.text and not req.logprobs:
                 continue
             choice: dict[str, Any] = {
@@ -168,7 +175,10 @@ async def _stream_completions(
                 choice["logprobs"] = {
                     "content": [results.token_probs(state, ev, req.post_sampling_probs)]
                 }
-            yield sse({**env, "choices": [choice]})
+            out = {**env, "choices": [choice]}
+            if req.timings_per_token:
+                out["timings"] = results.timings(ev)
+            yield sse(out)
         else:
             finals.append(ev)
             chunk = {
@@ -304,7 +314,8 @@ async def _stream_chat(
     async for _, ev in results.merged(turn.streams, progress=req.return_progress):
         if ev.type == "progress":
             c = chunk(ev.index, {"role": "assistant", "content": None})
-            c["timings"] = results.timings(ev)
+            if req.timings_per_token:  # as llama-server: timings only when asked for
+                c["timings"] = results.timings(ev)
             c["prompt_progress"] = results.prompt_progress(ev)
             yield sse(c)
             continue
