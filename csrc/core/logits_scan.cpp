@@ -328,8 +328,9 @@ llama_token biased_argmax(const float * l, int32_t n, const SparseBias & bias) {
     return best;
 }
 
-float log_sum_exp(const float * l, int32_t n) {
-    const float m = n > 0 ? max_value(l, n) : kNegInf;
+float log_sum_exp(const float * l, int32_t n) { return log_sum_exp(l, n, n > 0 ? max_value(l, n) : kNegInf); }
+
+float log_sum_exp(const float * l, int32_t n, float m) {
     if (m == kNegInf) return kNegInf;
     double s = 0.0;
 #ifdef PYLLAMA_HAS_AVX2_BODY

@@ -37,6 +37,8 @@ llama_token biased_argmax(const float * l, int32_t n, const SparseBias & bias);
 // log(sum(exp(l[i]))) over l[0, n), computed as max + log(sum(exp(l[i] - max))): the
 // normaliser of the logits' softmax (n_probs). -inf when all are -inf.
 float log_sum_exp(const float * l, int32_t n);
+// The same with the maximum already known (one pass fewer).
+float log_sum_exp(const float * l, int32_t n, float max);
 
 // The k largest of l + bias written to out[0, k) in llama.cpp's top_k order (logit
 // descending; equal logits by token id), p = 0. False (out untouched) when k <= 0, k > 128

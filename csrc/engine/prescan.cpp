@@ -1,4 +1,5 @@
-// The step's per-sequence scans of the logits (greedy argmax, top-k candidates), done
+// The step's per-sequence scans of the logits (greedy argmax, top-k candidates, the raw
+// logits' n_probs), done
 // before sampling and spread over the compute threads when many sequences sample: each
 // reads its own 4 x n_vocab-byte row and writes only its own slot's buffers, so they run
 // in parallel; everything after (chains, grammar, events) stays serial on the loop thread.
@@ -9,6 +10,7 @@
 
 #include "core/logits_scan.hpp"
 #include "engine/slot.hpp"
+#include "engine/util.hpp"
 
 namespace pyllama::engine {
 
@@ -23,10 +25,12 @@ void Engine::prescan() {
     work.clear();
     rows.clear();
     for (auto & s : slots_) {
-        s->pre.ready = false;
+        s->pre.ready = s->pre.probs_ok = false;
         // a generating slot that samples its one row on the host with a shortcut
         if (!s->task || !s->fed || !s->draft.empty() || s->backend || s->budget) continue;
-        if (s->task->params.n_predict == 0 || !(s->task->greedy || s->task->top_k_at >= 0)) continue;
+        const TaskParams & tp = s->task->params;
+        const bool probs = tp.n_probs > 0 && !tp.post_sampling_probs;
+        if (tp.n_predict == 0 || !(s->task->greedy || s->task->top_k_at >= 0 || probs)) continue;
         work.push_back(s.get());
     }
     const int32_t n_threads = ctx_->n_threads();
@@ -42,14 +46,22 @@ void Engine::prescan() {
     for (int64_t i = 0; i < n; ++i) {
         Slot & s = *work[static_cast<size_t>(i)];
         const TaskState & t = *s.task;
-        if (t.greedy) {
-            s.pre.pick = biased_argmax(rows[static_cast<size_t>(i)], n_vocab, t.bias);
-        } else {
-            const int32_t k = t.params.sampling.top_k;
-            s.pre.top.resize(static_cast<size_t>(std::max(k, 1)));
-            s.pre.top_ok = top_k_candidates(rows[static_cast<size_t>(i)], n_vocab, k, t.bias, s.pre.scratch, s.pre.top.data());
+        const TaskParams & tp = t.params;
+        const float * row = rows[static_cast<size_t>(i)];
+        if (tp.n_probs > 0 && !tp.post_sampling_probs) {
+            const size_t k = std::min(static_cast<size_t>(tp.n_probs), static_cast<size_t>(n_vocab));
+            s.pre.probs_ok = raw_probs(row, n_vocab, k, s.pre.scratch, s.pre.probs, s.pre.lse);
         }
-        s.pre.ready = true;
+        if (t.greedy) {
+            // the raw top 1 is the argmax (equal logits by token id: the first of them)
+            const bool known = s.pre.probs_ok && t.bias.empty();
+            s.pre.pick = known ? s.pre.probs[0].id : biased_argmax(row, n_vocab, t.bias);
+        } else if (t.top_k_at >= 0) {
+            const int32_t k = tp.sampling.top_k;
+            s.pre.top.resize(static_cast<size_t>(std::max(k, 1)));
+            s.pre.top_ok = top_k_candidates(row, n_vocab, k, t.bias, s.pre.scratch, s.pre.top.data());
+        }
+        s.pre.ready = t.greedy || t.top_k_at >= 0;
     }
 }
 

@@ -173,16 +173,21 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
             ev.logprob = std::log(std::max(p_tok, 1e-30f));
         } else {
             logits = raw();
-            const float lse = log_sum_exp(logits, n_vocab);
             const size_t k = std::min(n, static_cast<size_t>(n_vocab));
-            top_.resize(k);
-            if (!top_k_candidates(logits, n_vocab, static_cast<int32_t>(k), SparseBias{}, topk_scratch_, top_.data())) {
+            float lse = 0.0f;
+            const std::vector<llama_token_data> * top = &top_;
+            if (s.pre.probs_ok) {  // Engine::prescan did it
+                top = &s.pre.probs;
+                lse = s.pre.lse;
+            } else if (!raw_probs(logits, n_vocab, k, topk_scratch_, top_, lse)) {
                 for (size_t i = 0; i < static_cast<size_t>(n_vocab); ++i) cur_[i] = llama_token_data{static_cast<llama_token>(i), logits[i], 0.0f};
                 std::partial_sort(cur_.begin(), cur_.begin() + static_cast<std::ptrdiff_t>(k), cur_.end(),
                                   [](const auto & a, const auto & b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
-                std::copy(cur_.begin(), cur_.begin() + static_cast<std::ptrdiff_t>(k), top_.begin());
+                top_.assign(cur_.begin(), cur_.begin() + static_cast<std::ptrdiff_t>(k));
+                lse = log_sum_exp(logits, n_vocab);
             }
-            for (size_t i = 0; i < k; ++i) ev.top.push_back({top_[i].id, top_[i].logit - lse});
+            for (size_t i = 0; i < k; ++i) ev.top.push_back({(*top)[i].id, (*top)[i].logit - lse});
+            s.pre.probs_ok = false;
             ev.logprob = logits[tok] - lse;
         }
     }

@@ -71,6 +71,10 @@ struct Engine::Slot {
         llama_token pick = -1;  // greedy
         bool top_ok = false;    // top_k_candidates' result, in `top`
         std::vector<llama_token_data> top, scratch;
+        // n_probs of the raw logits: the top n (logit order) and the softmax normaliser
+        bool probs_ok = false;
+        float lse = 0.0f;
+        std::vector<llama_token_data> probs;
     } pre;
     std::optional<TextStream> text;
     int32_t n_decoded = 0;

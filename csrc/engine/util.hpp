@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/logits_scan.hpp"
 #include "core/projector.hpp"
 #include "llama.h"
 
@@ -32,6 +33,17 @@ inline MediaPrefix cut_media(const std::vector<MediaChunk> & media, size_t len) 
         ++out.n_media;
     }
     return out;
+}
+
+// n_probs of a raw logits row: its k largest in out (logit order, k >= 1) and the softmax
+// normaliser (the first of them is the maximum: one pass fewer). False where
+// top_k_candidates is (k > 128, too few finite values): the caller sorts instead.
+inline bool raw_probs(const float * l, int32_t n_vocab, size_t k, std::vector<llama_token_data> & scratch,
+                      std::vector<llama_token_data> & out, float & lse) {
+    out.resize(k);
+    if (k == 0 || !top_k_candidates(l, n_vocab, static_cast<int32_t>(k), SparseBias{}, scratch, out.data())) return false;
+    lse = log_sum_exp(l, n_vocab, out[0].logit);
+    return true;
 }
 
 inline size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama_token> & b) {

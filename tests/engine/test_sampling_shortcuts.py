@@ -76,8 +76,9 @@ def test_greedy_argmax_with_a_sparse_bias(engine) -> None:
 
 def test_scans_spread_over_threads_sample_as_one_sequence_alone(smollm_path) -> None:
     """With many sequences the engine scans their rows ahead, on ggml's threads: twelve
-    seeded top-k tasks and four greedy ones decoded together give each one's tokens alone
-    (from clean KV, batching changes no logits)."""
+    seeded top-k tasks and four greedy ones (two with the raw logits' n_probs) decoded
+    together give each one's tokens and probabilities alone (from clean KV, batching changes
+    no logits)."""
     model = _core.Model(smollm_path)
     eng = open_engine(model, n_parallel=16, n_ctx=16 * 256, n_threads=2)
     try:
@@ -87,16 +88,23 @@ def test_scans_spread_over_threads_sample_as_one_sequence_alone(smollm_path) -> 
                 samplers=SHORTCUT, temperature=0.0 if i >= 12 else 1.2, top_k=30, seed=100 + i
             )
             prompt = model.tokenize(f"{PROMPT}Chapter {i}:", True, True)
-            return make_task(prompt, n_predict=40, sampling=params, cache_prompt=False)
+            n_probs = 5 if i >= 14 else 0
+            return make_task(
+                prompt, n_predict=40, sampling=params, cache_prompt=False, n_probs=n_probs
+            )
 
-        alone = [[e.token for e in generate(eng, task(i)) if e.type == "token"] for i in range(16)]
+        def seen(events) -> list:
+            return [(e.token, e.logprob, e.top) for e in events if e.type == "token"]
+
+        alone = [seen(generate(eng, task(i))) for i in range(16)]
+        assert all(len(top) == 5 for _, _, top in alone[15])
         ae = AsyncEngine(eng)
 
         async def together():
             runs = await asyncio.gather(
                 *[ae.collect(s) for s in ae.submit_many([task(i) for i in range(16)])]
             )
-            return [[e.token for e in events if e.type == "token"] for events, _ in runs]
+            return [seen(events) for events, _ in runs]
 
         before = eng.metrics()["n_decode_total"]
         assert asyncio.run(together()) == alone
