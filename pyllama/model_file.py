@@ -13,7 +13,14 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["GGUF_MAGIC", "ModelFileError", "check_model_file", "load_failure", "quiet_load"]
+__all__ = [
+    "GGUF_MAGIC",
+    "FlagFileError",
+    "ModelFileError",
+    "check_model_file",
+    "load_failure",
+    "quiet_load",
+]
 
 GGUF_MAGIC = b"GGUF"
 
@@ -25,6 +32,13 @@ _FUNC_PREFIX = re.compile(r"^[A-Za-z_]\w*: ")  # llama.cpp prefixes its lines wi
 
 class ModelFileError(ValueError):
     """A model path that cannot be a GGUF model; the message names the file and why."""
+
+
+class FlagFileError(ModelFileError):
+    """A file a flag names that cannot serve as that flag says (``--mmproj``): the message
+    names the flag, the file and why; ``pyllama-server`` exits 2, as for a bad flag."""
+
+    exit_status = 2
 
 
 def check_model_file(path: str | Path) -> None:

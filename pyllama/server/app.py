@@ -165,7 +165,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
 
 def serve(settings: Settings) -> int:
     """Run the server until a signal ends it (0), or until it cannot listen or its model
-    cannot be loaded (1, with one line on stderr saying why)."""
+    cannot be loaded (1, with one line on stderr saying why; 2 when the file of a flag such
+    as --mmproj is what failed, as for a bad flag)."""
     import uvicorn
 
     try:
@@ -233,7 +234,7 @@ def serve(settings: Settings) -> int:
         state.on_loaded = loaded
     server.run(sockets=sockets)
     if state is not None and state.load_error:
-        return 1
+        return state.load_exit_status  # 2: a flag's file (--mmproj) cannot serve
     return 0 if server.started else 1
 
 

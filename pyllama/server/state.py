@@ -30,6 +30,7 @@ from pyllama.server.load_params import (
     process_options,
 )
 from pyllama.server.media.content import MediaRules, media_marker
+from pyllama.server.media.projector import load_projector
 from pyllama.server.media.video import VideoOptions, find_tools
 from pyllama.server.model_source import draft_path, model_path, source_name
 from pyllama.server.ops.latency import RequestTimings
@@ -59,6 +60,7 @@ class ServerState:
         self.n_ctx_slot = 0
         self.n_parallel = 0
         self.load_error: str | None = None
+        self.load_exit_status = 1  # pyllama-server's, when the load fails: 2 for a bad flag
         # called on the event loop with load_error's text when the model cannot be loaded;
         # ``serve`` sets it to end the process (else every request answers 500 with it)
         self.on_load_error: Callable[[str], None] | None = None
@@ -100,6 +102,7 @@ class ServerState:
                 self.on_loaded()
         except Exception as e:  # reported by /health and every endpoint
             self.load_error = load_failure(self.model_path or None, e)
+            self.load_exit_status = getattr(e, "exit_status", 1)
             if self.on_load_error is not None:
                 self.on_load_error(self.load_error)
             else:
@@ -255,11 +258,12 @@ class ServerState:
             s.context_shift, s.cache_reuse = False, 0
         if path is None:
             return None
-        check_model_file(path)
+        flag = "--mmproj" if s.mmproj else "--mmproj-url" if s.mmproj_url else "--hf-repo"
         device = s.mmproj_device or (s.devices[0] if s.devices else "")
-        return _core.Projector(
+        return load_projector(
             model,
             path,
+            flag,
             use_gpu=s.mmproj_offload and device != "none",
             device="" if device == "none" else device,
             n_threads=threads,
