@@ -3,7 +3,9 @@
 A GGUF's ``tokenizer.chat_template`` is untrusted input: it is rendered only by
 ``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute escapes such as
 ``__globals__``, no mutation of the messages we pass in), with the helpers Hugging Face
-templates expect (``raise_exception``, ``tojson``, ``strftime_now``), a bound on
+templates expect (``raise_exception``, ``tojson``, ``strftime_now``) and what llama.cpp's
+own Jinja engine accepts beyond Jinja (``{% generation %}`` tags, ``list.append`` and
+``list.pop``, ``None``/undefined ``+`` a string as the string), a bound on
 the size of what a render may produce (the output and any string or list that ``*`` or
 ``+`` builds) and one on the time a render may take (a loop that produces nothing).
 """
@@ -19,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import jinja2
-from jinja2.ext import loopcontrols
+from jinja2.ext import Extension, loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "BuiltinTemplate",
     "ChatTemplate",
     "ChatTemplateError",
+    "TextParts",
     "make_template",
     "tokenize_chat",
     "validate_messages",
@@ -86,6 +89,33 @@ def _strftime_now(fmt: str) -> str:
 _SIZED = (str, bytes, list, tuple)
 
 
+class _GenerationTags(Extension):
+    """``{% generation %}`` and ``{% endgeneration %}`` (transformers marks the assistant's
+    tokens with them) render nothing, each on its own, as llama.cpp's parser reads them."""
+
+    tags = {"generation", "endgeneration"}  # noqa: RUF012 - jinja2 declares it a set
+
+    def parse(self, parser: Any) -> list[Any]:
+        next(parser.stream)
+        return []
+
+
+def _null(value: Any) -> bool:
+    return value is None or isinstance(value, jinja2.Undefined)
+
+
+def _thaw(value: Any) -> Any:
+    """A copy of the plain lists and dicts in a render's inputs: a template may append to
+    and pop from a list (as in llama.cpp, which renders a copy), never the caller's."""
+    if type(value) is list:
+        return [_thaw(v) for v in value]
+    if type(value) is dict:
+        return {k: _thaw(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return tuple(_thaw(v) for v in value)
+    return value
+
+
 class _BoundedSandbox(ImmutableSandboxedEnvironment):
     """The sandbox with ``*``, ``**`` and ``+`` checked: none may build a string or list
     longer than ``max_output``, and ``**`` takes no exponent past 64 (``10**10**10``
@@ -94,7 +124,28 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+"})
     max_output = DEFAULT_MAX_OUTPUT
 
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        # llama.cpp's lists have append (which returns the list) and pop; the inputs are
+        # copies (_thaw), and a probe's recording list (a subclass) stays immutable
+        if type(obj) is list and attribute in ("append", "pop"):
+            return self._append(obj) if attribute == "append" else obj.pop
+        return super().getattr(obj, attribute)
+
+    def _append(self, items: list[Any]) -> Any:
+        def append(value: Any) -> list[Any]:
+            if len(items) >= self.max_output:
+                raise ChatTemplateError(f"chat template list exceeds {self.max_output} items")
+            items.append(value)
+            return items
+
+        return append
+
     def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
+        if op == "+":  # llama.cpp: None or undefined next to a string is the empty string
+            if isinstance(left, str) and _null(right):
+                right = ""
+            elif isinstance(right, str) and _null(left):
+                left = ""
         if op == "**":
             if isinstance(right, (int, float)) and abs(right) > 64:
                 raise ChatTemplateError("chat template: exponent too large")
@@ -149,7 +200,7 @@ class ChatTemplate:
         env = _BoundedSandbox(
             trim_blocks=True,
             lstrip_blocks=True,
-            extensions=[loopcontrols],
+            extensions=[loopcontrols, _GenerationTags],
             undefined=jinja2.Undefined,
             autoescape=False,
             keep_trailing_newline=False,
@@ -174,7 +225,7 @@ class ChatTemplate:
         """Render ``messages``; raises ChatTemplateError on any template failure."""
         now = time.localtime()
         context = {
-            "messages": messages,
+            "messages": _thaw(messages),
             "add_generation_prompt": add_generation_prompt,
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
@@ -182,10 +233,10 @@ class ChatTemplate:
             "enable_thinking": True,
             "datetime": time.strftime("%b %d %Y", now),
             "date_string": time.strftime("%d %b %Y", now),
-            **extra,
+            **{k: _thaw(v) for k, v in extra.items()},
         }
         if tools:
-            context["tools"] = tools
+            context["tools"] = _thaw(tools)
         out: list[str] = []
         size = 0
         outer = sys.gettrace()  # a debugger's or coverage's tracer, put back below
@@ -249,9 +300,19 @@ def validate_messages(messages: Any, allow_empty: bool = False) -> list[dict[str
     return out
 
 
+class TextParts(str):
+    """A message's text parts joined as llama.cpp joins them where a template reads the
+    content as a string (a newline between parts), keeping the parts (``_parts``, out of a
+    template's reach) for a template that reads typed content, which llama.cpp hands the
+    list (``arguments_for_template``'s caller picks, by the template's capabilities)."""
+
+    _parts: list[dict[str, str]]
+
+
 def _join_text_parts(parts: list[Any], i: int) -> str:
-    """Text parts joined; media markers (the server's stand-ins for images and audio)
-    joined as llama.cpp joins them: a newline between text parts, none next to a marker."""
+    """Text parts joined as llama.cpp joins them: a newline between text parts, none next
+    to a media marker (the server's stand-in for an image or audio). Text alone keeps its
+    parts (``TextParts``)."""
     markers = False
     for j, p in enumerate(parts):
         if (
@@ -263,8 +324,6 @@ def _join_text_parts(parts: list[Any], i: int) -> str:
                 f"messages[{i}].content[{j}] must be a text part {{'type': 'text', 'text': ...}}"
             )
         markers = markers or p["type"] == "media_marker"
-    if not markers:
-        return "".join(p["text"] for p in parts)
     out, after_marker = "", False
     for p in parts:
         if p["type"] == "text":
@@ -274,7 +333,11 @@ def _join_text_parts(parts: list[Any], i: int) -> str:
         else:
             after_marker = True
         out += p["text"]
-    return out
+    if markers or not parts:
+        return out
+    joined = TextParts(out)
+    joined._parts = [{"type": "text", "text": p["text"]} for p in parts]
+    return joined
 
 
 class BuiltinTemplate(ChatTemplate):

@@ -1,6 +1,8 @@
-"""/props ``chat_template_caps``: what a chat template does with its inputs, found the way
-llama.cpp finds it (``common/jinja/caps.cpp``): render probe conversations through the
-template (in pyllama's sandbox, with its bounds) and watch which input values it reads.
+"""What a chat template does with its inputs, found the way llama.cpp finds it
+(``common/jinja/caps.cpp``): render probe conversations through the template (in pyllama's
+sandbox, with its bounds) and watch which input values it reads. /props shows them
+(``chat_template_caps``); ``template_messages`` shapes a chat's messages by them, as
+llama.cpp does before every render.
 
 A probe's inputs are wrapped so that reading a message field, iterating a list, testing a
 value (``is string``) or filtering it (``selectattr``, ``tojson``) is recorded, as
@@ -10,14 +12,15 @@ what was read into capabilities are llama.cpp's, one for one."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jinja2
 
-from pyllama.chat import ChatTemplate, ChatTemplateError
+from pyllama.chat import ChatTemplate, ChatTemplateError, TextParts
 
-__all__ = ["template_caps"]
+__all__ = ["template_caps", "template_messages"]
 
 Path = tuple[Any, ...]
 
@@ -332,3 +335,56 @@ def template_caps(source: str) -> dict[str, bool]:
         {("reasoning_effort",), ("reasoning_strength",)} & rec.used
     )
     return caps
+
+
+def template_messages(source: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as llama.cpp hands them to the Jinja template ``source``
+    (``common/chat.cpp``: its workarounds and ``messages_inp_normalizer``): content sent as
+    text parts stays a list of parts where the template reads typed content, and a string
+    becomes one text part where it reads nothing else; tool-call arguments are objects
+    where the template reads them so, else JSON text (an object sent in the request written
+    compactly). Raises ValueError, in llama.cpp's words, for arguments that are not JSON
+    where an object is needed. LFM2 templates read reasoning as ``thinking``, which
+    llama.cpp's LFM2 handler copies from ``reasoning_content``."""
+    caps = template_caps(source)
+    lfm2 = _is_lfm2(source)
+    typed = caps["supports_typed_content"]
+    only_typed = typed and not caps["supports_string_content"]
+    objects = caps["supports_object_arguments"]
+    out = []
+    for m in messages:
+        msg = dict(m)
+        content = msg.get("content")
+        if isinstance(content, TextParts):
+            msg["content"] = [dict(p) for p in content._parts] if typed else str(content)
+        elif only_typed and isinstance(content, str):
+            msg["content"] = [{"type": "text", "text": content}]
+        calls = msg.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            msg["tool_calls"] = [_call_arguments(c, objects) for c in calls]
+        if lfm2 and isinstance(msg.get("reasoning_content"), str) and msg["reasoning_content"]:
+            msg["thinking"] = msg["reasoning_content"]
+        out.append(msg)
+    return out
+
+
+def _is_lfm2(source: str) -> bool:
+    """llama.cpp's LFM2 (tool-list tokens) and LFM2.5 ("List of tools: [") detection."""
+    return ("<|tool_list_start|>" in source and "<|tool_list_end|>" in source) or (
+        "List of tools: [" in source and "<|tool_list_start|>" not in source
+    )
+
+
+def _call_arguments(call: Any, objects: bool) -> Any:
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping) or "arguments" not in fn:
+        return call
+    args = fn["arguments"]
+    if objects and isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError as e:
+            raise ValueError(f"Failed to parse tool call arguments as JSON: {e}") from e
+    elif not objects and not isinstance(args, str):
+        args = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    return {**call, "function": {**fn, "arguments": args}}

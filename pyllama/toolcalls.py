@@ -129,7 +129,9 @@ def detect_format(template_source: str) -> ToolFormat:
 
 
 def template_context(fmt: ToolFormat, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Extra template variables a family's template reads besides ``tools``."""
+    """Extra template variables a family's template reads besides ``tools`` (the library's
+    ``Llama``; the server passes none, as llama-server, whose FireFunction template then
+    renders ``functions`` as empty)."""
     if fmt is FIREFUNCTION:  # reads the tools as JSON text ("" without tools)
         return {"functions": json.dumps(list(tools), indent=2, ensure_ascii=False) if tools else ""}
     return {}

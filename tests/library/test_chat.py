@@ -15,7 +15,9 @@ ESCAPES = [
     "{{ lipsum.__globals__['os'].system('true') }}",
     "{{ ''.__class__.__mro__[1].__subclasses__() }}",
     "{{ joiner.__init__.__globals__ }}",
-    "{% set x = messages.append({'role': 'user'}) %}{{ x }}",
+    # a message (a dict) stays immutable; lists take append and pop as in llama.cpp, on the
+    # render's own copy (tests/server/test_vendor_templates_vs_peer.py)
+    "{% set x = messages[0].update({'role': 'user'}) %}{{ x }}",
 ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pyllama.server.protocols.native.template_caps import template_caps
+from pyllama.template_caps import template_caps
 
 from helpers.peer import require_peer, running_peer
 from helpers.servers import running_server

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyllama import _core
-from pyllama.chat import ChatTemplateError, tokenize_chat, validate_messages
+from pyllama.chat import BuiltinTemplate, ChatTemplateError, tokenize_chat, validate_messages
 from pyllama.reasoning import (
     END,
     FORMATS,
@@ -24,6 +24,7 @@ from pyllama.server.http.errors import APIError
 from pyllama.server.pipeline.deltas import ChatDeltas
 from pyllama.server.pipeline.thinking import default_enable_thinking
 from pyllama.server.state import ServerState
+from pyllama.template_caps import template_messages
 from pyllama.toolcalls import (
     ToolCall,
     ToolFormat,
@@ -31,7 +32,6 @@ from pyllama.toolcalls import (
     generic_history,
     generic_system_prompt,
     parse_tool_calls,
-    template_context,
     tool_choice_mode,
     tool_grammar,
     validate_tools,
@@ -175,10 +175,10 @@ def plan_chat(
     extra.setdefault(
         "enable_thinking", default_enable_thinking(thinking, template, state.settings.jinja)
     )
-    extra.update(template_context(fmt or detect_format(template.source), render_tools or []))
+    shown = _as_llama_cpp_shows(template, msgs)
     try:
         prompt = template.render(
-            msgs, add_generation_prompt=add_generation_prompt, tools=render_tools, **extra
+            shown, add_generation_prompt=add_generation_prompt, tools=render_tools, **extra
         )
     except ChatTemplateError as e:
         raise APIError(400, str(e)) from e
@@ -196,7 +196,7 @@ def plan_chat(
 
     def render_bare() -> str:
         try:
-            return template.render(msgs, add_generation_prompt=False, tools=render_tools, **extra)
+            return template.render(shown, add_generation_prompt=False, tools=render_tools, **extra)
         except ChatTemplateError as e:
             raise APIError(400, str(e)) from e
 
@@ -220,6 +220,18 @@ def plan_chat(
             plan.preserved.append(tok)
     plan.trigger_patterns = triggers
     return plan
+
+
+def _as_llama_cpp_shows(template: Any, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as llama.cpp hands them to a Jinja template (content parts and
+    tool-call arguments shaped by the template's capabilities); a built-in format gets
+    them as they are."""
+    if isinstance(template, BuiltinTemplate):
+        return msgs
+    try:
+        return template_messages(template.source, msgs)
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
 
 
 def _thinking_context(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -27,9 +27,9 @@ from pyllama.server.protocols.native.schemas import (
     TemplateRequest,
     TokenizeRequest,
 )
-from pyllama.server.protocols.native.template_caps import template_caps
 from pyllama.server.state import ServerState
 from pyllama.server.streams import sse_reply
+from pyllama.template_caps import template_caps
 
 __all__ = ["ROUTES"]
 
