@@ -16,23 +16,13 @@ import tempfile
 import time
 
 import httpx
-import pytest
-
-from pyllama.plugins import plugins
 
 from helpers.servers import free_port, running_server
+from helpers.vulkan import requires_vulkan
 
 LAVAPIPE = {"GGML_VK_VISIBLE_DEVICES": "0"}
 SERVER = [sys.executable, "-m", "pyllama.server"]
-_vulkan = next((p for p in plugins() if p.name == "vulkan"), None)
-_missing = (
-    "the Vulkan plugin is not installed (pip install ./plugins/vulkan)"
-    if _vulkan is None
-    else _vulkan.error
-)
-if _missing and "vulkan" in os.environ.get("PYLLAMA_REQUIRE_PLUGINS", "").split(","):
-    raise RuntimeError(f"PYLLAMA_REQUIRE_PLUGINS=vulkan: {_missing}")
-pytestmark = pytest.mark.skipif(bool(_missing), reason=_missing)
+pytestmark = requires_vulkan
 
 PROMPT = {"prompt": "The capital of France is", "n_predict": 8, "temperature": 0}
 

@@ -5,12 +5,11 @@ model's -devd/-ngld and the projector's --mmproj-device/--no-mmproj-offload each
 the -v log says went where (llama.cpp's "layer N assigned to device X", "CLIP using X
 backend") or what /props reports (offloaded_layers, n_ctx).
 
-Needs the Vulkan plugin, with the same skip rule as test_vulkan.py: skipped and saying so
+Needs the Vulkan plugin (tests/helpers/vulkan.py): skipped and saying so
 without it, an error with PYLLAMA_REQUIRE_PLUGINS=vulkan."""
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from pathlib import Path
@@ -18,22 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pyllama.plugins import plugins
-
 from fixtures.tiny_vlm import write_text_model, write_vision_projector
 from helpers.servers import PYLLAMA_SERVER, start_process, stop_process, wait_healthy
+from helpers.vulkan import requires_vulkan
 
 TWO_GPUS = {"GGML_VK_VISIBLE_DEVICES": "0,0"}
 ONE_GPU = {"GGML_VK_VISIBLE_DEVICES": "0"}
-_vulkan = next((p for p in plugins() if p.name == "vulkan"), None)
-_missing = (
-    "the Vulkan plugin is not installed (pip install ./plugins/vulkan)"
-    if _vulkan is None
-    else _vulkan.error
-)
-if _missing and "vulkan" in os.environ.get("PYLLAMA_REQUIRE_PLUGINS", "").split(","):
-    raise RuntimeError(f"PYLLAMA_REQUIRE_PLUGINS=vulkan: {_missing}")
-pytestmark = pytest.mark.skipif(bool(_missing), reason=_missing)
+pytestmark = requires_vulkan
 
 LAYER = re.compile(r"load_tensors: layer +(\d+) assigned to device (\w+),")
 

@@ -14,31 +14,21 @@ compared with pyllama-server without it, in the -v log of the one model load (--
   512-token batch splits between the CPU and Vulkan0 and Vulkan0 gets a compute buffer;
   without op offload the graph is one split on the CPU.
 
-Needs the Vulkan plugin, with the same skip rule as tests/plugins/test_vulkan.py: skipped
+Needs the Vulkan plugin (tests/helpers/vulkan.py): skipped
 and saying so without it, an error with PYLLAMA_REQUIRE_PLUGINS=vulkan."""
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 
 import pytest
 
-from pyllama.plugins import plugins
-
 from helpers.servers import PYLLAMA_SERVER, start_process, stop_process, wait_healthy
+from helpers.vulkan import requires_vulkan
 
 ONE_GPU = {"GGML_VK_VISIBLE_DEVICES": "0"}
-_vulkan = next((p for p in plugins() if p.name == "vulkan"), None)
-_missing = (
-    "the Vulkan plugin is not installed (pip install ./plugins/vulkan)"
-    if _vulkan is None
-    else _vulkan.error
-)
-if _missing and "vulkan" in os.environ.get("PYLLAMA_REQUIRE_PLUGINS", "").split(","):
-    raise RuntimeError(f"PYLLAMA_REQUIRE_PLUGINS=vulkan: {_missing}")
-pytestmark = pytest.mark.skipif(bool(_missing), reason=_missing)
+pytestmark = requires_vulkan
 
 MODEL_BUFFER = re.compile(r"load_tensors: +(\S+) model buffer size")
 COMPUTE_BUFFER = re.compile(r"sched_reserve: +(\S+) compute buffer size")
