@@ -110,6 +110,22 @@ def running_server(
         log.close()
 
 
+@contextlib.contextmanager
+def healthy_process(cmd: list[str], log: Any) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``cmd`` started as start_process with its output to ``log`` (an open named file),
+    yielded with its URL once healthy (a failed start raises with the log's tail) and
+    stopped on exit, so the whole log can be read after the block."""
+    proc, url = start_process(cmd, stdout=log)
+    try:
+        try:
+            wait_healthy(url, proc)
+        except AssertionError as e:
+            raise AssertionError(f"{e}:\n{Path(log.name).read_text()[-3000:]}") from None
+        yield proc, url
+    finally:
+        stop_process(proc)
+
+
 def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
     """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds; reaped."""
     proc.terminate()

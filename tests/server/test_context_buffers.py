@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.peer import require_peer
-from helpers.servers import PYLLAMA_SERVER, start_process, wait_healthy
+from helpers.servers import PYLLAMA_SERVER, healthy_process
 
 LINES = re.compile(r"(n_outputs_max(?:_per_seq)? += \d+|\w+ +compute buffer size += +[\d.]+ MiB)")
 
@@ -19,15 +19,8 @@ LINES = re.compile(r"(n_outputs_max(?:_per_seq)? += \d+|\w+ +compute buffer size
 def startup_lines(cmd: list[str]) -> list[str]:
     """The buffer lines a server logs until it is healthy (its --fit dry run included)."""
     with tempfile.NamedTemporaryFile("w+") as log:
-        proc, url = start_process(cmd, stdout=log)
-        try:
-            try:
-                wait_healthy(url, proc)
-            except AssertionError as e:
-                raise AssertionError(f"{e}:\n{Path(log.name).read_text()[-3000:]}") from None
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+        with healthy_process(cmd, log):
+            pass
         text = Path(log.name).read_text()
     return [re.sub(r" +", " ", m.group(1)) for m in LINES.finditer(text)]
 

@@ -17,7 +17,7 @@ import pytest
 
 from fixtures.tiny_gemma4 import PLE_BYTES, write_gemma4_model
 from helpers.peer import require_peer
-from helpers.servers import PYLLAMA_SERVER, start_process, stop_process, wait_healthy
+from helpers.servers import PYLLAMA_SERVER, healthy_process
 
 LINES = re.compile(r"(lazy read enabled|enabling prefetch for '.*'|model buffer size = .* MiB)")
 PROMPT = {"prompt": "Hello there, how are", "n_predict": 8, "temperature": 0}
@@ -38,17 +38,10 @@ def _run(cmd: list[str]) -> tuple[list[str], str, int]:
     """The lazy/buffer lines logged until healthy, the greedy text of one completion and
     the server's file-backed resident memory (KiB) after it."""
     with tempfile.NamedTemporaryFile("w+") as log:
-        proc, url = start_process(cmd, stdout=log)
-        try:
-            try:
-                wait_healthy(url, proc)
-            except AssertionError as e:
-                raise AssertionError(f"{e}:\n{Path(log.name).read_text()[-3000:]}") from None
+        with healthy_process(cmd, log) as (proc, url):
             r = httpx.post(url + "/completion", json=PROMPT, timeout=120)
             assert r.status_code == 200, r.text
             rss = _rss_file_kib(proc.pid)
-        finally:
-            stop_process(proc)
         text = Path(log.name).read_text()
     lines = [re.sub(r" +", " ", m.group(1)) for m in LINES.finditer(text)]
     return lines, r.json()["content"], rss
