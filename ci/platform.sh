@@ -17,6 +17,11 @@ native_path() {
   if [[ $OS == windows ]]; then cygpath -m "$1"; else echo "$1"; fi
 }
 
+# A folder as an entry of PATH, which Git Bash splits at ":" (so not C:/...)
+path_entry() {
+  if [[ $OS == windows ]]; then cygpath -u "$1"; else echo "$1"; fi
+}
+
 # The absolute, native path of a folder, made if missing
 abs_dir() {
   mkdir -p "$1"
