@@ -3,6 +3,7 @@
 
 #include "bindings.hpp"
 #include "core/context.hpp"
+#include "core/logits_scan.hpp"
 #include "core/sampler.hpp"
 #include "core/sampling.hpp"
 
@@ -134,6 +135,24 @@ void register_sampler(py::module_ & m) {
         py::arg("model"), py::arg("params"), py::arg("n_ctx"),
         "The chain llama-server would build for params (grammar first, then its stage order).");
 
+    m.def(
+        "_argmax",
+        [](py::array_t<float, py::array::c_style | py::array::forcecast> row, const std::string & kernel) {
+            static const std::pair<const char *, ScanIsa> kKernels[] = {
+                {"scalar", ScanIsa::Scalar}, {"sse2", ScanIsa::Sse2}, {"avx2", ScanIsa::Avx2},
+                {"avx512", ScanIsa::Avx512}, {"neon", ScanIsa::Neon}};
+            if (kernel == "best") return argmax(row.data(), static_cast<int32_t>(row.size()));
+            for (const auto & [name, isa] : kKernels) {
+                if (kernel == name) {
+                    if (!scan_isa_available(isa)) throw py::value_error("argmax kernel " + kernel + ": not on this CPU or build");
+                    return argmax_with(isa, row.data(), static_cast<int32_t>(row.size()));
+                }
+            }
+            throw py::value_error("argmax kernel " + kernel + ": unknown (best, scalar, sse2, avx2, avx512, neon)");
+        },
+        py::arg("row"), py::arg("kernel") = "best",
+        "The engine's greedy argmax of a float32 row with one kernel (first maximum, NaN never "
+        "wins, -1 when all are -inf); for tests.");
     m.def("json_schema_to_grammar", &json_schema_to_grammar, py::arg("schema"),
           "Convert a JSON schema (JSON text) to GBNF with llama.cpp's converter.");
 }

@@ -1203,6 +1203,10 @@ class Engine:
         """
         How long the start-up warm-up took (-1: none ran).
         """
+def _argmax(row: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], kernel: str = 'best') -> int:
+    """
+    The engine's greedy argmax of a float32 row with one kernel (first maximum, NaN never wins, -1 when all are -inf); for tests.
+    """
 def backends() -> list:
     """
     The backend modules loaded at import: name, CPU variant, file and score.

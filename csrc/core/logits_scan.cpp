@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -16,6 +17,7 @@
 // it; MSVC has no per-function target, so its build stays on SSE2.
 #if defined(PYLLAMA_X86) && defined(__GNUC__)
 #define PYLLAMA_AVX2 __attribute__((target("avx2")))
+#define PYLLAMA_AVX512 __attribute__((target("avx512f")))
 #define PYLLAMA_HAS_AVX2_BODY 1
 #endif
 
@@ -38,6 +40,15 @@ inline int lowest_bit(unsigned m) {
 bool use_avx2() {
 #ifdef PYLLAMA_HAS_AVX2_BODY
     static const bool yes = __builtin_cpu_supports("avx2");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+bool use_avx512() {
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    static const bool yes = __builtin_cpu_supports("avx512f");
     return yes;
 #else
     return false;
@@ -71,6 +82,128 @@ float reduce(const float * lanes, int n) {
     return m;
 }
 
+// argmax in one pass over the row (it is read from L3 or memory when many sequences sample,
+// so a second pass to find the maximum's index costs half a row more). The row goes by
+// blocks; each block's lanes start from the best value so far, so a block whose maximum
+// beats it is seen with one compare, and only then is the new best reduced and its block
+// remembered. The first index of the maximum lies in the last block that raised the best
+// (no earlier block holds a value as large), found again there. NaN never wins: max(x, acc)
+// returns acc when x is NaN, and acc starts from the (finite or -inf) best.
+int32_t argmax_tail(const float * l, int32_t i, int32_t n, int32_t block, int32_t len, float best) {
+    int32_t at = -1;
+    for (; i < n; ++i) {
+        if (l[i] > best) best = l[i], at = i;
+    }
+    if (at >= 0) return at;
+    if (block < 0) return -1;
+    return first_equal_scalar(l, block, block + len, best);
+}
+
+#ifdef PYLLAMA_HAS_AVX2_BODY
+// GCC 12 warns about its own AVX-512 headers (their `__Y = __Y` placeholders)
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+PYLLAMA_AVX512 int32_t argmax_avx512(const float * l, int32_t n) {
+    constexpr int32_t kB = 128;
+    float best = kNegInf;
+    int32_t block = -1, i = 0;
+    __m512 bv = _mm512_set1_ps(best);
+    for (; i + kB <= n; i += kB) {
+        __m512 a = _mm512_max_ps(_mm512_loadu_ps(l + i), bv), b = _mm512_max_ps(_mm512_loadu_ps(l + i + 16), bv);
+        __m512 c = _mm512_max_ps(_mm512_loadu_ps(l + i + 32), bv), d = _mm512_max_ps(_mm512_loadu_ps(l + i + 48), bv);
+        a = _mm512_max_ps(_mm512_loadu_ps(l + i + 64), a);
+        b = _mm512_max_ps(_mm512_loadu_ps(l + i + 80), b);
+        c = _mm512_max_ps(_mm512_loadu_ps(l + i + 96), c);
+        d = _mm512_max_ps(_mm512_loadu_ps(l + i + 112), d);
+        const __m512 m = _mm512_max_ps(_mm512_max_ps(a, b), _mm512_max_ps(c, d));
+        if (_mm512_cmp_ps_mask(m, bv, _CMP_GT_OQ)) {
+            best = _mm512_reduce_max_ps(m);
+            bv = _mm512_set1_ps(best);
+            block = i;
+        }
+    }
+    return argmax_tail(l, i, n, block, kB, best);
+}
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+PYLLAMA_AVX2 int32_t argmax_avx2(const float * l, int32_t n) {
+    constexpr int32_t kB = 64;
+    float best = kNegInf;
+    int32_t block = -1, i = 0;
+    __m256 bv = _mm256_set1_ps(best);
+    for (; i + kB <= n; i += kB) {
+        __m256 a = _mm256_max_ps(_mm256_loadu_ps(l + i), bv), b = _mm256_max_ps(_mm256_loadu_ps(l + i + 8), bv);
+        __m256 c = _mm256_max_ps(_mm256_loadu_ps(l + i + 16), bv), d = _mm256_max_ps(_mm256_loadu_ps(l + i + 24), bv);
+        a = _mm256_max_ps(_mm256_loadu_ps(l + i + 32), a);
+        b = _mm256_max_ps(_mm256_loadu_ps(l + i + 40), b);
+        c = _mm256_max_ps(_mm256_loadu_ps(l + i + 48), c);
+        d = _mm256_max_ps(_mm256_loadu_ps(l + i + 56), d);
+        const __m256 m = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(m, bv, _CMP_GT_OQ))) {
+            alignas(32) float lanes[8];
+            _mm256_store_ps(lanes, m);
+            best = reduce(lanes, 8);
+            bv = _mm256_set1_ps(best);
+            block = i;
+        }
+    }
+    return argmax_tail(l, i, n, block, kB, best);
+}
+#endif
+
+#if defined(PYLLAMA_X86)
+int32_t argmax_sse2(const float * l, int32_t n) {
+    constexpr int32_t kB = 32;
+    float best = kNegInf;
+    int32_t block = -1, i = 0;
+    __m128 bv = _mm_set1_ps(best);
+    for (; i + kB <= n; i += kB) {
+        __m128 a = _mm_max_ps(_mm_loadu_ps(l + i), bv), b = _mm_max_ps(_mm_loadu_ps(l + i + 4), bv);
+        __m128 c = _mm_max_ps(_mm_loadu_ps(l + i + 8), bv), d = _mm_max_ps(_mm_loadu_ps(l + i + 12), bv);
+        a = _mm_max_ps(_mm_loadu_ps(l + i + 16), a);
+        b = _mm_max_ps(_mm_loadu_ps(l + i + 20), b);
+        c = _mm_max_ps(_mm_loadu_ps(l + i + 24), c);
+        d = _mm_max_ps(_mm_loadu_ps(l + i + 28), d);
+        const __m128 m = _mm_max_ps(_mm_max_ps(a, b), _mm_max_ps(c, d));
+        if (_mm_movemask_ps(_mm_cmpgt_ps(m, bv))) {
+            alignas(16) float lanes[4];
+            _mm_store_ps(lanes, m);
+            best = reduce(lanes, 4);
+            bv = _mm_set1_ps(best);
+            block = i;
+        }
+    }
+    return argmax_tail(l, i, n, block, kB, best);
+}
+#elif defined(PYLLAMA_NEON)
+int32_t argmax_neon(const float * l, int32_t n) {
+    constexpr int32_t kB = 32;
+    float best = kNegInf;
+    int32_t block = -1, i = 0;
+    float32x4_t bv = vdupq_n_f32(best);
+    for (; i + kB <= n; i += kB) {
+        // maxnm: a NaN lane yields the number
+        float32x4_t a = vmaxnmq_f32(vld1q_f32(l + i), bv), b = vmaxnmq_f32(vld1q_f32(l + i + 4), bv);
+        float32x4_t c = vmaxnmq_f32(vld1q_f32(l + i + 8), bv), d = vmaxnmq_f32(vld1q_f32(l + i + 12), bv);
+        a = vmaxnmq_f32(vld1q_f32(l + i + 16), a);
+        b = vmaxnmq_f32(vld1q_f32(l + i + 20), b);
+        c = vmaxnmq_f32(vld1q_f32(l + i + 24), c);
+        d = vmaxnmq_f32(vld1q_f32(l + i + 28), d);
+        const float32x4_t m = vmaxnmq_f32(vmaxnmq_f32(a, b), vmaxnmq_f32(c, d));
+        if (vmaxvq_u32(vcgtq_f32(m, bv))) {
+            best = vmaxnmvq_f32(m);
+            bv = vdupq_n_f32(best);
+            block = i;
+        }
+    }
+    return argmax_tail(l, i, n, block, kB, best);
+}
+#endif
+
 #ifdef PYLLAMA_HAS_AVX2_BODY
 PYLLAMA_AVX2 float max_avx2(const float * l, int32_t n) {
     __m256 a = _mm256_set1_ps(kNegInf), b = a;
@@ -84,15 +217,6 @@ PYLLAMA_AVX2 float max_avx2(const float * l, int32_t n) {
     return max_scalar(l, i, n, reduce(lanes, 8));
 }
 
-PYLLAMA_AVX2 int32_t first_equal_avx2(const float * l, int32_t n, float v) {
-    const __m256 vv = _mm256_set1_ps(v);
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + i), vv, _CMP_EQ_OQ));
-        if (m) return i + lowest_bit(static_cast<unsigned>(m));
-    }
-    return first_equal_scalar(l, i, n, v);
-}
 #endif
 
 #if defined(PYLLAMA_X86)
@@ -108,15 +232,6 @@ float max_sse2(const float * l, int32_t n) {
     return max_scalar(l, i, n, reduce(lanes, 4));
 }
 
-int32_t first_equal_sse2(const float * l, int32_t n, float v) {
-    const __m128 vv = _mm_set1_ps(v);
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const int m = _mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(l + i), vv));
-        if (m) return i + lowest_bit(static_cast<unsigned>(m));
-    }
-    return first_equal_scalar(l, i, n, v);
-}
 #elif defined(PYLLAMA_NEON)
 float max_neon(const float * l, int32_t n) {
     float32x4_t a = vdupq_n_f32(kNegInf), b = a;
@@ -128,14 +243,6 @@ float max_neon(const float * l, int32_t n) {
     return max_scalar(l, i, n, vmaxnmvq_f32(vmaxnmq_f32(a, b)));
 }
 
-int32_t first_equal_neon(const float * l, int32_t n, float v) {
-    const float32x4_t vv = vdupq_n_f32(v);
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        if (vmaxvq_u32(vceqq_f32(vld1q_f32(l + i), vv))) return first_equal_scalar(l, i, i + 4, v);
-    }
-    return first_equal_scalar(l, i, n, v);
-}
 #endif
 
 float max_value(const float * l, int32_t n) {
@@ -151,18 +258,6 @@ float max_value(const float * l, int32_t n) {
 #endif
 }
 
-int32_t first_equal(const float * l, int32_t n, float v) {
-#ifdef PYLLAMA_HAS_AVX2_BODY
-    if (use_avx2()) return first_equal_avx2(l, n, v);
-#endif
-#if defined(PYLLAMA_X86)
-    return first_equal_sse2(l, n, v);
-#elif defined(PYLLAMA_NEON)
-    return first_equal_neon(l, n, v);
-#else
-    return first_equal_scalar(l, 0, n, v);
-#endif
-}
 
 // llama.cpp's top_k order; ties (unspecified there) by token id, so the result is stable
 bool before(const llama_token_data & a, const llama_token_data & b) {
@@ -300,11 +395,54 @@ bool SparseBias::has(llama_token t) const {
                               [](const auto & a, const auto & b) { return a.first < b.first; });
 }
 
+bool scan_isa_available(ScanIsa isa) {
+    switch (isa) {
+        case ScanIsa::Scalar: return true;
+#if defined(PYLLAMA_X86)
+        case ScanIsa::Sse2: return true;
+#endif
+#ifdef PYLLAMA_HAS_AVX2_BODY
+        case ScanIsa::Avx2: return use_avx2();
+        case ScanIsa::Avx512: return use_avx512();
+#endif
+#if defined(PYLLAMA_NEON)
+        case ScanIsa::Neon: return true;
+#endif
+        default: return false;
+    }
+}
+
+llama_token argmax_with(ScanIsa isa, const float * l, int32_t n) {
+    if (!scan_isa_available(isa)) throw std::invalid_argument("argmax: this CPU or build lacks that kernel");
+    if (n <= 0) return -1;
+    switch (isa) {
+#if defined(PYLLAMA_X86)
+        case ScanIsa::Sse2: return argmax_sse2(l, n);
+#endif
+#ifdef PYLLAMA_HAS_AVX2_BODY
+        case ScanIsa::Avx2: return argmax_avx2(l, n);
+        case ScanIsa::Avx512: return argmax_avx512(l, n);
+#endif
+#if defined(PYLLAMA_NEON)
+        case ScanIsa::Neon: return argmax_neon(l, n);
+#endif
+        default: return argmax_tail(l, 0, n, -1, 0, kNegInf);
+    }
+}
+
 llama_token argmax(const float * l, int32_t n) {
     if (n <= 0) return -1;
-    const float m = max_value(l, n);
-    if (m == kNegInf) return -1;
-    return first_equal(l, n, m);
+#ifdef PYLLAMA_HAS_AVX2_BODY
+    if (use_avx512()) return argmax_avx512(l, n);
+    if (use_avx2()) return argmax_avx2(l, n);
+#endif
+#if defined(PYLLAMA_X86)
+    return argmax_sse2(l, n);
+#elif defined(PYLLAMA_NEON)
+    return argmax_neon(l, n);
+#else
+    return argmax_tail(l, 0, n, -1, 0, kNegInf);
+#endif
 }
 
 llama_token biased_argmax(const float * l, int32_t n, const SparseBias & bias) {

@@ -1,6 +1,6 @@
 // Scans over one row of logits that the engine does once per sequence per step: the
 // argmax (greedy) and the top k candidates (a chain whose first acting stage is top_k),
-// each with a sparse logit bias. Vectorised (AVX2 picked at run time on x86-64, SSE2
+// each with a sparse logit bias. Vectorised (AVX-512 or AVX2 picked at run time on x86-64, SSE2
 // otherwise; NEON on AArch64): _core is built for the baseline ISA, so the compiler alone
 // would leave these loops scalar. Plain functions of their arguments: thread-safe.
 #pragma once
@@ -29,7 +29,14 @@ private:
 };
 
 // The first index of the largest of l[0, n) (NaN never wins); -1 when all are -inf.
+// One pass over the row with the widest kernel this CPU runs.
 llama_token argmax(const float * l, int32_t n);
+
+// The kernels argmax chooses from, each callable where the CPU has it (for tests).
+enum class ScanIsa { Scalar, Sse2, Avx2, Avx512, Neon };
+bool scan_isa_available(ScanIsa isa);
+// argmax with one kernel; std::invalid_argument when this build or CPU lacks it
+llama_token argmax_with(ScanIsa isa, const float * l, int32_t n);
 
 // argmax of l + bias, the first of equal maxima; -1 when every value is -inf.
 llama_token biased_argmax(const float * l, int32_t n, const SparseBias & bias);

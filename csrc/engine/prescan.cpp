@@ -43,11 +43,14 @@ void Engine::prescan() {
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 4)
 #endif
-    for (int64_t i = 0; i < n; ++i) {
-        Slot & s = *work[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < n; ++j) {
+        // last row first: llama.cpp has just copied the rows out of the graph in order, so
+        // the last ones are still in cache, and those read first stay there
+        const auto i = static_cast<size_t>(n - 1 - j);
+        Slot & s = *work[i];
         const TaskState & t = *s.task;
         const TaskParams & tp = t.params;
-        const float * row = rows[static_cast<size_t>(i)];
+        const float * row = rows[i];
         if (tp.n_probs > 0 && !tp.post_sampling_probs) {
             const size_t k = std::min(static_cast<size_t>(tp.n_probs), static_cast<size_t>(n_vocab));
             s.pre.probs_ok = raw_probs(row, n_vocab, k, s.pre.scratch, s.pre.probs, s.pre.lse);
