@@ -37,32 +37,23 @@ inline int lowest_bit(unsigned m) {
 #endif
 }
 
-bool use_avx2() {
 #ifdef PYLLAMA_HAS_AVX2_BODY
+bool use_avx2() {
     static const bool yes = __builtin_cpu_supports("avx2");
     return yes;
-#else
-    return false;
-#endif
 }
 
 bool use_avx512() {
-#ifdef PYLLAMA_HAS_AVX2_BODY
     static const bool yes = __builtin_cpu_supports("avx512f");
     return yes;
-#else
-    return false;
-#endif
 }
 
 bool use_avx2_fma() {
-#ifdef PYLLAMA_HAS_AVX2_BODY
     static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     return yes;
-#else
-    return false;
-#endif
 }
+
+#endif
 
 float max_scalar(const float * l, int32_t i, int32_t n, float m) {
     for (; i < n; ++i) m = l[i] > m ? l[i] : m;  // NaN never wins
@@ -76,11 +67,13 @@ int32_t first_equal_scalar(const float * l, int32_t i, int32_t n, float v) {
     return -1;
 }
 
+#if defined(PYLLAMA_X86)
 float reduce(const float * lanes, int n) {
     float m = kNegInf;
     for (int i = 0; i < n; ++i) m = lanes[i] > m ? lanes[i] : m;
     return m;
 }
+#endif
 
 // argmax in one pass over the row (it is read from L3 or memory when many sequences sample,
 // so a second pass to find the maximum's index costs half a row more). The row goes by
