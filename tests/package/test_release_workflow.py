@@ -1,7 +1,8 @@
 """The release workflow (.github/workflows/release.yml) runs on hosted runners, never here:
 CI lints every workflow offline with actionlint, checks that each ci/ script a workflow
 runs is committed and executable (the runners get a fresh clone), and that publishing
-waits for a v* tag and for every other job. docs/distribution.md ("Release workflow")
+waits for a v* tag and for every job but the Windows one, which runs without holding a
+release back until the engine is ported. docs/distribution.md ("Release workflow")
 says which jobs have run where."""
 
 from __future__ import annotations
@@ -82,14 +83,18 @@ def test_every_script_a_workflow_runs_is_committed_and_executable(workflow: Path
     assert not problems, "\n".join(problems)
 
 
-def test_publishing_waits_for_a_tag_and_every_other_job():
+def test_publishing_waits_for_a_tag_and_every_job_but_the_experimental_one():
     workflow = _load(RELEASE)
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
     assert triggers["push"] == {"tags": ["v*"]}
     jobs = workflow["jobs"]
     publish = jobs["publish"]
     assert publish["if"] == "startsWith(github.ref, 'refs/tags/v')"
-    assert set(publish["needs"]) == set(jobs) - {"publish"}
+    # the Windows job runs but holds nothing back until the engine is ported (its
+    # continue-on-error says so); every other job gates the release
+    experimental = {name for name, job in jobs.items() if job.get("continue-on-error")}
+    assert experimental == {"windows-x86_64"}
+    assert set(publish["needs"]) == set(jobs) - {"publish"} - experimental
     # trusted publishing: an identity token for this job alone, no stored secret
     assert publish["permissions"] == {"id-token": "write"}
     assert workflow["permissions"] == {"contents": "read"}
