@@ -8,7 +8,8 @@ its part that fits CI: the same ARM CPU modules, built as in the wheel, and pyll
 code in a small program (ci/arm_probe/, ~3 CPU-minutes cold: ci/build_arm_probe.sh). For
 each CPU model pyllama must pick the variant the model's features allow, ggml's own loader
 (llama.cpp's tools) the same one, and that variant's matrix-product kernels must run (qemu
-raises SIGILL on an instruction the model lacks) and agree with a float product.
+raises SIGILL on an instruction the model lacks) and agree with a float product; under the
+"max" model, forced with ``PYLLAMA_CPU_VARIANT``, every variant built does the same.
 
 The probe's folder comes from ``PYLLAMA_ARM_PROBE`` (default: the cache's ``arm-probe/bin``).
 Missing, these tests skip and say so; ``PYLLAMA_REQUIRE_ARM_PROBE=1`` (CI, which builds it)
@@ -94,8 +95,21 @@ def test_variant_for_cpu_model(cpu: str, want: str) -> None:
     assert all(e < 0.02 for e in errors.values()), errors
 
 
-def test_override_takes_a_variant_the_cpu_runs() -> None:
-    assert probe("max", "pyllama", PYLLAMA_CPU_VARIANT="armv8.0_1")[0] == "armv8.0_1"
+# every CPU module built; "max" can run them all, and the override runs those no model picks
+BUILT = sorted(p.name[len("libggml-cpu-") : -3] for p in PROBE_DIR.glob("libggml-cpu-*.so"))
+
+
+@pytest.mark.parametrize("variant", BUILT)
+def test_override_runs_each_variant(variant: str) -> None:
+    ours, errors = probe("max", "pyllama", PYLLAMA_CPU_VARIANT=variant)
+    assert ours == variant
+    assert all(e < 0.02 for e in errors.values()), errors
+
+
+def test_every_variant_of_the_list_is_built() -> None:
+    # ggml's Linux ARM list (ggml/src/CMakeLists.txt), less the SME pair GCC < 14 cannot build
+    want = {"armv8.0_1", "armv8.2_1", "armv8.2_2", "armv8.2_3", "armv8.6_1", "armv8.6_2"}
+    assert want <= set(BUILT)
 
 
 def test_override_refuses_a_variant_the_cpu_lacks() -> None:
