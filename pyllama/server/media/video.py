@@ -53,13 +53,13 @@ def find_tools(ffmpeg_dir: str | None) -> tuple[str, str] | None:
     return (ffmpeg, ffprobe) if ffmpeg and ffprobe else None
 
 
-def _tools(opts: VideoOptions, what: str) -> tuple[str, str]:
+def _tools(opts: VideoOptions, what: str, before: str = "") -> tuple[str, str]:
     tools = find_tools(opts.ffmpeg_dir)
     if tools is None:
         where = f"in --video-ffmpeg-dir {opts.ffmpeg_dir}" if opts.ffmpeg_dir else "on PATH"
         raise APIError(
             400,
-            f"{what} needs the ffmpeg and ffprobe programs: not found {where} "
+            f"{before}{what} needs the ffmpeg and ffprobe programs: not found {where} "
             "(--video-ffmpeg-dir names their directory)",
         )
     return tools
@@ -200,7 +200,10 @@ async def video_prompt(
 ) -> tuple[str, list[bytes]]:
     """(the text that stands for the video, holding one ``marker`` per frame; the frames as
     image files)."""
-    ffmpeg, ffprobe = _tools(opts, "video input")
+    # only bytes that are neither an image nor audio get here: without the tools they may
+    # be a video or nothing at all, and the message says both
+    before = f"media {index} could not be decoded as an image or audio; "
+    ffmpeg, ffprobe = _tools(opts, "video input", before)
     probe = await _probe(ffprobe, data, index)
     fps = float(np.float32(opts.fps)) if opts.fps > 0 else probe.fps
     frames = await _frames(ffmpeg, data, probe, fps, index)
