@@ -15,7 +15,13 @@ endif()
 
 set(_rpath "$ORIGIN/../../pyllama/lib")
 if(PYLLAMA_PLUGIN STREQUAL "cuda")
+  # ggml-cuda finds the toolkit in its own directory scope: its version is not seen here
+  # (an empty one made the RUNPATH nvidia/cu/lib, where no wheel puts the runtime)
+  find_package(CUDAToolkit REQUIRED)
   string(REGEX MATCH "^[0-9]+" _cuda_major "${CUDAToolkit_VERSION}")
+  if(NOT _cuda_major)
+    message(FATAL_ERROR "pyllama: the CUDA toolkit's version is unknown (CUDAToolkit_VERSION)")
+  endif()
   list(APPEND _rpath "$ORIGIN/../../nvidia/cu${_cuda_major}/lib")
 endif()
 # Unversioned names, as the core's: the module's NEEDED entry must say libggml-base.so.
