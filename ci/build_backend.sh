@@ -6,12 +6,16 @@
 # pyllama_plugins/<backend>/libggml-<backend>.so, repaired by auditwheel with the
 # libraries it must take from elsewhere left out (the core's libggml-base, the nvidia-*
 # wheels' CUDA runtime, the host's driver and Vulkan loader). Writes OUT (default dist/):
-# the wheel and plugin-<backend>-report.txt.
+# the wheel and plugin-<backend>-report.txt (toolkit, architectures, time, auditwheel show,
+# and ci/plugin_report.py: sizes, RUNPATH, each DT_NEEDED and where it comes from, the
+# device code per architecture; the build fails when that check does).
 #
 #   ci/build_backend.sh cuda|vulkan [OUT]
-#   CUDA_ARCHS="90"        cuda: the architectures (default: ggml's list for the toolkit:
-#                          75-virtual 80-virtual 86-real 89-real 90-virtual 120a-real
-#                          121a-real for CUDA 13); "90" is a quick single-GPU check
+#   CUDA_ARCHS=...         cuda: CMAKE_CUDA_ARCHITECTURES. Default: the release's list,
+#                          SASS for sm_75 80 86 89 90 100 120a and PTX compute_90 (the
+#                          reasons: docs/distribution.md); "ggml" for ggml's own default
+#                          (llama.cpp's release: 75-virtual 80-virtual 86-real 89-real
+#                          90-virtual 120a-real 121a-real); "90" is a quick single-GPU check
 #   CUDA_TOOLKIT=pypi      cuda: nvcc and the libraries from the nvidia-* wheels (default),
 #                          or "system" for the nvcc on PATH
 #   FROM_TREE=1            build this checkout as it is, with the Python on PATH and no
@@ -60,6 +64,9 @@ else
   "$PY" "$SRC/ci/fetch_vendor.py" --dest "$SRC/vendor/llama.cpp"
 fi
 
+# SASS for Turing, Ampere (A100; RTX 30, A10), Ada (L4, RTX 40), Hopper, Blackwell (B200;
+# RTX 50): no JIT at start-up on those; PTX compute_90 for every later GPU
+RELEASE_CUDA_ARCHS="75-real;80-real;86-real;89-real;90-real;90-virtual;100-real;120a-real"
 defines=()
 excludes=(--exclude libggml-base.so)
 if [[ "$BACKEND" == cuda ]]; then
@@ -68,7 +75,8 @@ if [[ "$BACKEND" == cuda ]]; then
     # FindCUDAToolkit wants unversioned library names, which the wheels do not carry
     "$PY" -m pip install -q --target "$WORK/cuda" "nvidia-cuda-nvcc>=13,<14" "nvidia-nvvm>=13,<14" \
       "nvidia-cuda-crt>=13,<14" "nvidia-cuda-runtime>=13,<14" "nvidia-cuda-cccl>=13,<14" \
-      "nvidia-cublas>=13,<14"
+      "nvidia-cublas>=13,<14" "nvidia-cuda-cuobjdump>=13,<14"
+    export PATH="$PATH:$WORK/cuda/nvidia/cu13/bin" # cuobjdump, for the report
     cu=$WORK/cuda/nvidia/cu13
     for lib in cudart cublas cublasLt; do ln -sf "lib$lib.so.13" "$cu/lib/lib$lib.so"; done
     defines+=(-Ccmake.define.CMAKE_CUDA_COMPILER="$cu/bin/nvcc" -Ccmake.define.CUDAToolkit_ROOT="$cu")
@@ -76,10 +84,14 @@ if [[ "$BACKEND" == cuda ]]; then
   else
     say "nvcc $(nvcc --version | grep -o 'release [0-9.]*')"
   fi
-  if [[ -n "${CUDA_ARCHS:-}" ]]; then
-    defines+=(-Ccmake.define.CMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS")
+  archs=${CUDA_ARCHS:-$RELEASE_CUDA_ARCHS}
+  if [[ "$archs" == ggml ]]; then
+    say "CUDA architectures: ggml's default list"
+  else
+    archs=${archs// /;}
+    defines+=(-Ccmake.define.CMAKE_CUDA_ARCHITECTURES="$archs")
+    say "CUDA architectures: $archs"
   fi
-  say "CUDA architectures: ${CUDA_ARCHS:-the default list of ggml}"
   excludes+=(--exclude 'libcudart.so.*' --exclude 'libcublas.so.*' --exclude 'libcublasLt.so.*'
     --exclude libcuda.so.1)
 else
@@ -101,3 +113,12 @@ else
   say "no auditwheel here: $(basename "$wheel") left as built (platform tag linux_x86_64)"
 fi
 say "wheel $(basename "$wheel") $(du -h "$wheel" | cut -f1) in $(($(date +%s) - start)) s"
+"$PY" "$ROOT/ci/plugin_report.py" "$wheel" "$BACKEND" | tee -a "$REPORT"
+if [[ "$BACKEND" == cuda ]] && command -v cuobjdump >/dev/null; then
+  # the same entries as ci/fatbin.py counts, as NVIDIA's tool lists them
+  so=$(mktemp -d)
+  "$PY" -m zipfile -e "$wheel" "$so"
+  say "cuobjdump: $(cuobjdump --list-elf --list-ptx "$so"/pyllama_plugins/cuda/libggml-cuda.so |
+    grep -o 'sm_[0-9]*[a-z]*\.\(cubin\|ptx\)' | sort | uniq -c | tr -s ' \n' ' ')"
+  rm -rf "$so"
+fi
