@@ -45,7 +45,13 @@ endif()
 get_directory_property(_ggml_version DIRECTORY "${PYLLAMA_VENDOR_DIR}/ggml" DEFINITION GGML_VERSION)
 string(REPLACE "_" "-" _distribution "${SKBUILD_PROJECT_NAME}")
 set(_plugin_json "${CMAKE_CURRENT_BINARY_DIR}/plugin.json")
-file(WRITE "${_plugin_json}" "{\"name\": \"${PYLLAMA_PLUGIN}\", \"distribution\": \"${_distribution}\", \"version\": \"${SKBUILD_PROJECT_VERSION}\", \"ggml\": \"${_ggml_version}\"}\n")
+# "needs": what the module opens at run time rather than links (the CUDA runtime opens the
+# driver), checked by the core before loading so that its absence is named
+set(_needs "")
+if(PYLLAMA_PLUGIN STREQUAL "cuda")
+  set(_needs ", \"needs\": {\"libcuda.so.1\": \"the NVIDIA driver, 580 or newer\"}")
+endif()
+file(WRITE "${_plugin_json}" "{\"name\": \"${PYLLAMA_PLUGIN}\", \"distribution\": \"${_distribution}\", \"version\": \"${SKBUILD_PROJECT_VERSION}\", \"ggml\": \"${_ggml_version}\"${_needs}}\n")
 
 set(_dest "pyllama_plugins/${PYLLAMA_PLUGIN}")
 install(TARGETS ${_target} LIBRARY DESTINATION ${_dest} COMPONENT pyllama-plugin)

@@ -13,6 +13,7 @@ that cannot load (no driver, a library missing, the wrong version) is reported o
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import os
@@ -61,11 +62,27 @@ def _wanted(name: str) -> bool:
     return "none" not in names and name in names
 
 
+def _missing(needs: dict[str, str]) -> str:
+    """Why the first library a module opens at run time cannot be opened here; "" if none.
+
+    plugin.json's ``needs`` names them: the CUDA runtime opens the driver (libcuda.so.1)
+    itself, so the module loads without it and ggml then finds no device, saying only that
+    the "driver version is insufficient".
+    """
+    for lib, what in needs.items():
+        try:
+            ctypes.CDLL(lib)
+        except OSError as e:
+            return f"{lib} ({what}) cannot be loaded: {e}"
+    return ""
+
+
 def _load(folder: Path) -> Plugin:
     try:
         meta = json.loads((folder / "plugin.json").read_text())
         distribution, version = str(meta["distribution"]), str(meta["version"])
-    except (OSError, ValueError, KeyError) as e:
+        needs = {str(k): str(v) for k, v in meta.get("needs", {}).items()}
+    except (OSError, ValueError, KeyError, AttributeError) as e:
         return Plugin(folder.name, str(folder), "?", "?", (), f"unreadable plugin.json: {e}")
     if version != _core.__version__:
         error = (
@@ -73,6 +90,8 @@ def _load(folder: Path) -> Plugin:
             f"(ggml has no stable ABI): pip install {distribution}=={_core.__version__}"
         )
         return Plugin(folder.name, str(folder), distribution, version, (), error)
+    if missing := _missing(needs):
+        return Plugin(folder.name, str(folder), distribution, version, (), missing)
     try:
         added = tuple(_core.load_plugin(str(folder)))
     except RuntimeError as e:

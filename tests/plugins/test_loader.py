@@ -22,10 +22,14 @@ REPORT = (
 )
 
 
-def _plugin(root: Path, name: str, version: str, module: bytes | None) -> Path:
+def _plugin(
+    root: Path, name: str, version: str, module: bytes | None, needs: dict | None = None
+) -> Path:
     folder = root / "pyllama_plugins" / name
     folder.mkdir(parents=True)
     meta = {"name": name, "distribution": f"pyllama-engine-{name}", "version": version}
+    if needs is not None:
+        meta["needs"] = needs
     (folder / "plugin.json").write_text(json.dumps(meta))
     if module is not None:
         (folder / f"libggml-{name}.so").write_bytes(module)
@@ -72,6 +76,28 @@ def test_a_plugin_of_another_version_is_refused_with_the_fix(tmp_path):
         f"(ggml has no stable ABI): pip install pyllama-engine-stale=={pyllama.__version__}"
     )
     assert "backend plugin stale" in stderr
+
+
+def test_a_library_the_module_opens_at_run_time_is_checked_first_and_named(tmp_path):
+    # the CUDA plugin's "needs": libcuda.so.1, which the CUDA runtime opens itself, so the
+    # module loads without a driver and ggml would only find no device
+    absent = "libpyllama-absent-driver.so.1"
+    _plugin(tmp_path, "gpu", pyllama.__version__, b"text", {absent: "a test driver"})
+    report, stderr = _import(tmp_path)
+    [(_, backends, error)] = _ours(report, "gpu")
+    assert backends == []
+    assert error.startswith(f"{absent} (a test driver) cannot be loaded: {absent}: ")
+    assert report["cpu"]
+    lines = [line for line in stderr.splitlines() if "backend plugin gpu" in line]
+    assert len(lines) == 1
+    assert absent in lines[0]
+
+
+def test_a_library_that_is_present_lets_the_module_load_as_before(tmp_path):
+    _plugin(tmp_path, "gpu", pyllama.__version__, b"text", {"libc.so.6": "the C library"})
+    report, _ = _import(tmp_path)
+    [(_, _, error)] = _ours(report, "gpu")
+    assert "libggml-gpu.so" in error  # the module's own dlopen failure, as without needs
 
 
 def test_an_unreadable_plugin_json_is_reported(tmp_path):
