@@ -48,7 +48,9 @@ def main(src: str, dst: str) -> int:
         a.legend(fontsize=7)
     r0 = rows[0]
     ax.set_ylabel("decode tokens/s")
-    ax.set_title(f"tiny model (49,152 vocab), {r0['threads']} threads, {r0['gen_tokens']} tokens", fontsize=9)
+    ax.set_title(
+        f"tiny model (49,152 vocab), {r0['threads']} threads, {r0['gen_tokens']} tokens", fontsize=9
+    )
     hx.set_ylabel("engine host µs per sequence per step")
     hx.set_title("loop thread's time outside llama_decode", fontsize=9)
     fig.tight_layout()
