@@ -54,10 +54,10 @@ def peer_args(mode: str) -> list[str]:
 
 
 def run_batched(
-    binary: str, model: Path, threads: int, c: int, n_prompt: int, g: int, mode: str
+    binary: str, model: Path, threads: int, c: int, n_prompt: int, g: int, mode: str, ngl: list[str]
 ) -> float:
     cmd = [binary, "-m", str(model), "-p", PROMPT, "-np", str(c), "-n", str(n_prompt + g)]
-    cmd += ["-t", str(threads), "-tb", str(threads), "-kvu", *peer_args(mode)]
+    cmd += ["-t", str(threads), "-tb", str(threads), "-kvu", *ngl, *peer_args(mode)]
     # its streams print token pieces as they come: partial UTF-8
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, errors="replace")
     m = re.search(
@@ -69,9 +69,9 @@ def run_batched(
 
 
 def run_batched_bench(
-    binary: str, model: Path, threads: int, cs: list[int], n_prompt: int, g: int
+    binary: str, model: Path, threads: int, cs: list[int], n_prompt: int, g: int, ngl: list[str]
 ) -> dict[int, float]:
-    cmd = [binary, "-m", str(model), "-t", str(threads), "-tb", str(threads), "-kvu"]
+    cmd = [binary, "-m", str(model), "-t", str(threads), "-tb", str(threads), "-kvu", *ngl]
     cmd += ["-c", str(max(cs) * (n_prompt + g) + 256), "-b", "2048", "-ub", "512"]
     cmd += ["-npp", str(n_prompt), "-ntg", str(g), "-npl", ",".join(map(str, cs))]
     cmd += ["--output-format", "jsonl"]
@@ -124,6 +124,9 @@ def main() -> int:
         default=64,
         help="largest C for mode bs (llama-batched -bs is slow on a CPU)",
     )
+    ap.add_argument(
+        "--ngl", type=int, help="layers on the GPU, both sides (default: each side's own)"
+    )
     ap.add_argument("--json", action="store_true")
     cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
     peer = cache / "peer/bin"
@@ -143,9 +146,10 @@ def main() -> int:
     modes = args.modes.split(",")
     g = args.gen_tokens
     path = tiny_model(cache)
-    model = _core.Model(str(path))
+    ngl = [] if args.ngl is None else ["-ngl", str(args.ngl)]
+    model = _core.Model(str(path), **({} if args.ngl is None else {"n_gpu_layers": args.ngl}))
     prompt = list(model.tokenize(PROMPT, add_special=True, parse_special=False))
-    ceiling = run_batched_bench(args.batched_bench, path, args.threads, cs, len(prompt), g)
+    ceiling = run_batched_bench(args.batched_bench, path, args.threads, cs, len(prompt), g, ngl)
     for mode in modes:
         for c in cs:
             if mode == "bs" and c > args.bs_max:
@@ -173,9 +177,11 @@ def main() -> int:
             )
             row["ratio_batched_bench"] = round(tps / ceiling[c], 3)
             if mode != "probs":
-                peer_tps = run_batched(args.batched, path, args.threads, c, len(prompt), g, mode)
+                peer_tps = run_batched(
+                    args.batched, path, args.threads, c, len(prompt), g, mode, ngl
+                )
                 row.update(batched_tok_s=peer_tps, ratio_batched=round(tps / peer_tps, 3))
-            row.update(threads=args.threads, gen_tokens=g)
+            row.update(threads=args.threads, gen_tokens=g, ngl=args.ngl)
             print(
                 json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()),
                 flush=True,
