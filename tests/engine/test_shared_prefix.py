@@ -46,14 +46,63 @@ def engine(model, **kw):
     return open_engine(model, n_parallel=4, n_ctx=4 * 2048, n_threads=2, flash_attn=0, **kw)
 
 
+# Nats between the two best tokens under which the pick may go either way. How a batch is laid
+# out (which tokens share a ubatch, how long the attention rows are) changes the rounding of
+# some kernels: with the AVX-512 ones a wave that shares the prefix picked the runner-up at a
+# step whose two best were 0.022 and 0.013 nats apart (session 24), while the AVX2 ones gave
+# the lone answers exactly. A prefix copied wrong breaks the answer at confident steps too.
+NEAR_TIE = 0.05
+
+
+class Answer(list):
+    """A lone answer's greedy tokens, with the margin of each step's pick over the runner-up."""
+
+    margins: list[float]
+
+    def __eq__(self, got: object) -> bool:
+        """``got`` is this answer, or follows it to a near tie and goes on from there."""
+        if not isinstance(got, list):
+            return NotImplemented
+        for i, (a, b) in enumerate(zip(got, self, strict=False)):
+            if a != b:
+                return self.margins[i] < NEAR_TIE
+        return len(got) == len(self)
+
+    def __ne__(self, got: object) -> bool:
+        same = self.__eq__(got)
+        return same if same is NotImplemented else not same
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def answer_alone(eng, model, question) -> Answer:
+    events = generate(eng, task(model, question, cache_prompt=False, n_probs=2))
+    picked = [e for e in events if e.type == "token" and e.token >= 0]
+    answer = Answer(e.token for e in picked)
+    answer.margins = [e.top[0][1] - e.top[1][1] for e in picked]
+    return answer
+
+
 @pytest.fixture(scope="module")
 def alone(model):
-    """Each question's greedy tokens, evaluated alone from a clean cache."""
+    """Each question's greedy answer, evaluated alone from a clean cache."""
     eng = engine(model)
     try:
-        return [tokens_of(generate(eng, task(model, q, cache_prompt=False))) for q in QUESTIONS]
+        return [answer_alone(eng, model, q) for q in QUESTIONS]
     finally:
         eng.stop()
+
+
+def test_answers_match_up_to_a_near_tie_only():
+    ref = Answer([1, 2, 3, 4])
+    ref.margins = [2.0, 0.01, 1.0, 1.0]
+    lone = [ref]  # as the tests compare: lists of answers, the lone ones on the right
+    same, near_tie, confident, first, short = [1, 2, 3, 4], [1, 9, 9, 9], [1, 2, 3, 9], [9], [1]
+    assert [same] == lone
+    assert [near_tie] == lone  # the runner-up at a near tie, then its own way
+    assert [confident] != lone  # a confident step changed
+    assert [first + same[1:]] != lone
+    assert [short + same[1:3]] != lone  # one token fewer
 
 
 def wave(model, eng) -> list:
