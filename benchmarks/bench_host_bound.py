@@ -127,6 +127,7 @@ def main() -> int:
     ap.add_argument(
         "--ngl", type=int, help="layers on the GPU, both sides (default: each side's own)"
     )
+    ap.add_argument("--model", help="a GGUF in place of the tiny model")
     ap.add_argument("--json", action="store_true")
     cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
     peer = cache / "peer/bin"
@@ -145,7 +146,7 @@ def main() -> int:
     cs = [int(x) for x in args.concurrency.split(",")]
     modes = args.modes.split(",")
     g = args.gen_tokens
-    path = tiny_model(cache)
+    path = Path(args.model) if args.model else tiny_model(cache)
     ngl = [] if args.ngl is None else ["-ngl", str(args.ngl)]
     model = _core.Model(str(path), **({} if args.ngl is None else {"n_gpu_layers": args.ngl}))
     prompt = list(model.tokenize(PROMPT, add_special=True, parse_special=False))
@@ -181,7 +182,7 @@ def main() -> int:
                     args.batched, path, args.threads, c, len(prompt), g, mode, ngl
                 )
                 row.update(batched_tok_s=peer_tps, ratio_batched=round(tps / peer_tps, 3))
-            row.update(threads=args.threads, gen_tokens=g, ngl=args.ngl)
+            row.update(threads=args.threads, gen_tokens=g, ngl=args.ngl, model=path.name)
             print(
                 json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()),
                 flush=True,
