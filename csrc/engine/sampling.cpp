@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/logits_scan.hpp"
+#include "engine/graph_greedy.hpp"
 #include "engine/slot.hpp"
 #include "engine/util.hpp"
 #include "reasoning-budget.h"
@@ -23,12 +24,28 @@ void Engine::attach_sampler(Slot & s) {
     // last row on the host (llama-server's children would read the parent's backend token).
     const bool want = tp.sampling.backend_sampling && !s.grammar && !s.budget &&
                       !(tp.n_probs > 0 && !tp.post_sampling_probs) && tp.n_cmpl == 1;
-    if (want && s.chain) s.backend = ctx_->set_sampler(s.id, s.chain->get());
+    if (!want || !s.chain) return;
+    // a plain greedy chain keeps only the argmax: pyllama's stage picks it in the graph
+    // (llama.cpp's scalar one-thread GGML_OP_ARGMAX made -bs greedy slow on the CPU); with
+    // probabilities wanted the chain's own stages must leave candidates
+    if (s.task->greedy && tp.n_probs == 0) {
+        Sampler g = graph_greedy_chain(s.task->bias);
+        if (ctx_->set_sampler(s.id, g.get()) && graph_greedy_attached(g)) {
+            s.graph_chain = std::move(g);
+            s.backend = true;
+            return;
+        }
+        // declined (a bias where ggml_argmax runs): the chain replaces it before it is freed
+        s.backend = ctx_->set_sampler(s.id, s.chain->get());
+        return;
+    }
+    s.backend = ctx_->set_sampler(s.id, s.chain->get());
 }
 
 void Engine::detach_sampler(Slot & s) {
     if (!s.backend) return;
     ctx_->set_sampler(s.id, nullptr);
+    s.graph_chain.reset();  // after the context let go of it
     s.backend = false;
 }
 

@@ -64,7 +64,9 @@ struct Engine::Slot {
     std::optional<Sampler> chain;
     std::optional<Sampler> grammar;
     std::optional<Sampler> budget;
-    bool backend = false;  // `chain` is attached to the context for sequence `id`
+    bool backend = false;  // `chain` (or `graph_chain`) is attached to the context for sequence `id`
+    // -bs with a plain greedy task: pyllama's argmax stage in the graph (engine/graph_greedy)
+    std::optional<Sampler> graph_chain;
     // this step's scan of its logits row, done ahead by Engine::prescan when it is set
     struct Prescan {
         bool ready = false;

@@ -1,0 +1,70 @@
+"""`-bs` with a plain greedy task: pyllama's argmax stage picks each token inside the graph
+(csrc/engine/graph_greedy.cpp: on the CPU a custom op running the vectorised biased argmax,
+where llama.cpp's own greedy stage is a scalar one-thread GGML_OP_ARGMAX). The tokens are
+the host path's, the logit bias and ignore_eos included, and the counters say the graph
+picked every one."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pyllama import _core
+from pyllama.engine import generate, make_task, open_engine
+from pyllama.sampling import make_sampling_params
+
+PROMPT = "Once upon a time, in a small village,"
+
+
+@pytest.fixture(scope="module")
+def model(smollm_path: str) -> _core.Model:
+    return _core.Model(smollm_path)
+
+
+def _run(
+    model: _core.Model, backend: bool, n: int = 24, prompt: str = PROMPT, **kw: object
+) -> tuple[list[int], dict]:
+    eng = open_engine(model, n_parallel=2, n_ctx=1024, n_threads=2)
+    try:
+        sampling = make_sampling_params(temperature=0, **kw)
+        sampling.backend_sampling = backend
+        tokens = model.tokenize(prompt, True, True)
+        events = list(generate(eng, make_task(tokens, n_predict=n, sampling=sampling)))
+        assert not [e.message for e in events if e.type == "error"]
+        return [e.token for e in events if e.type == "token" and e.token >= 0], eng.metrics()
+    finally:
+        eng.stop()
+
+
+@pytest.fixture(scope="module")
+def plain(model: _core.Model) -> list[int]:
+    return _run(model, False)[0]
+
+
+def _same_in_the_graph(model: _core.Model, **kw: object) -> list[int]:
+    host, m_host = _run(model, False, **kw)
+    graph, m = _run(model, True, **kw)
+    assert graph == host
+    assert m_host["n_sampled_backend"] == 0
+    assert m["n_sampled_backend"] == len(graph) and m["n_sampled_host"] == 0
+    return graph
+
+
+def test_greedy_in_the_graph_keeps_the_host_tokens(model: _core.Model, plain: list[int]) -> None:
+    assert _same_in_the_graph(model) == plain
+
+
+def test_greedy_in_the_graph_applies_the_logit_bias(model: _core.Model, plain: list[int]) -> None:
+    # the third token forbidden: the answer must part from the plain one there
+    tokens = _same_in_the_graph(model, logit_bias={plain[2]: -math.inf})
+    assert tokens[:2] == plain[:2] and tokens[2] != plain[2]
+
+
+def test_greedy_in_the_graph_ignores_eos(model: _core.Model) -> None:
+    # a chat turn that ends at once; ignore_eos's -inf bias on the EOG tokens, read by the
+    # graph's stage, carries it on to the limit
+    chat = "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n"
+    assert len(_run(model, True, n=96, prompt=chat)[0]) < 96
+    tokens = _same_in_the_graph(model, ignore_eos=True, n=96, prompt=chat)
+    assert len(tokens) == 96 and not [t for t in tokens if model.is_eog(t)]
