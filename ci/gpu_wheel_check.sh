@@ -23,7 +23,8 @@
 # BUILD_SHARED_LIBS and GGML_BACKEND_DL: bin/), model.gguf, cache/bench/ (the tiny model).
 # The nvidia-* wheels the plugin needs are too large to carry: ci/repack_installed.py writes
 # them from the machine's installed copies (the same files).
-#   STAGE=/tmp/pyllama-gpu  OUT=$STAGE/out  THREADS=8  EXTRAS=server,cuda13
+#   STAGE=/tmp/pyllama-gpu  OUT=$STAGE/out  THREADS=8  EXTRAS=server,cuda13  EXTRA=check.py
+#   HB_CONCURRENCY=1,32,64,128,256  HB_MODES=greedy,temp,bs  SRV_CONCURRENCY=32,64  PLAIN_SERVER=1
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=${STAGE:-/tmp/pyllama-gpu}
@@ -133,6 +134,8 @@ check() {
   peer "$V"
   "$STAGE/bin/llama-server" --list-devices || true
   local M=$STAGE/model.gguf B=$ROOT/benchmarks
+  # EXTRA=script.py: one more check, run with the venv's python on the model
+  [[ -z ${EXTRA:-} ]] || timeout 120 python "$EXTRA" "$M" | tee "$OUT/extra.log" || true
   echo "== greedy parity, -ngl 99, pyllama-server vs llama-server"
   timeout 180 python "$B/parity_llama_server.py" --model "$M" --ngl 99 --ours server \
     --threads "$THREADS" --server "$STAGE/bin/llama-server" | tee "$OUT/parity.jsonl" || true
@@ -148,6 +151,7 @@ check() {
     --concurrency "${SRV_CONCURRENCY:-32,64}" --parallel 64 --ctx-size 32768 --client-procs 4 \
     --repeat 2 --server-flags="-ngl 99 -bs" --llama-server "$STAGE/bin/llama-server" --json |
     tee "$OUT/server_bs.jsonl") || true
+  [[ ${PLAIN_SERVER:-1} == 1 ]] || return 0
   echo "== server: the same without -bs"
   (cd "$B" && timeout 150 python bench_server.py --model "$M" --threads "$THREADS" \
     --concurrency 32 --parallel 64 --ctx-size 32768 --client-procs 4 --repeat 2 \
