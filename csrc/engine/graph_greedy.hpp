@@ -1,12 +1,13 @@
-// Greedy picking inside the graph (backend sampling, `-bs`) with pyllama's argmax.
+// Greedy picking inside the graph (backend sampling, `-bs`) with one argmax.
 //
-// llama.cpp's greedy stage puts a GGML_OP_ARGMAX per sequence into the graph; ggml's CPU
-// kernel for it is a scalar loop on one thread, so on the CPU `-bs` greedy was slower than
-// picking on the host (session 24: ~50 µs a 49,152-entry row). This stage makes the same
-// pick (argmax of logits + the sparse bias, the first of equal maxima: what the host path
-// picks) as a custom op running pyllama's vectorised biased_argmax, on backends whose logits
-// live in host memory (the CPU); elsewhere (a GPU) it emits ggml_argmax as llama.cpp's stage
-// does, and declines when a bias would be needed there, so the host picks instead.
+// A plain greedy chain keeps only the argmax, but attached as it is llama.cpp runs each of
+// its stages (top_k, top_p, temperature...) in the graph: on an H100 that held `-bs` greedy at
+// 0.49-0.65 of llama-batched-bench; this stage took it to 0.81-0.91 (session 24). It picks
+// argmax(logits + the sparse bias): on the CPU backend with pyllama's vectorised
+// biased_argmax as a custom op (the first of equal maxima, as the host path; ggml's CPU
+// GGML_OP_ARGMAX is a scalar loop on one thread), elsewhere with ggml_argmax, as llama.cpp's
+// greedy stage does; off the CPU it declines when a bias would be needed, and the chain is
+// attached instead.
 #pragma once
 
 #include "core/logits_scan.hpp"

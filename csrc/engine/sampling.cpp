@@ -25,9 +25,9 @@ void Engine::attach_sampler(Slot & s) {
     const bool want = tp.sampling.backend_sampling && !s.grammar && !s.budget &&
                       !(tp.n_probs > 0 && !tp.post_sampling_probs) && tp.n_cmpl == 1;
     if (!want || !s.chain) return;
-    // a plain greedy chain keeps only the argmax: pyllama's stage picks it in the graph
-    // (llama.cpp's scalar one-thread GGML_OP_ARGMAX made -bs greedy slow on the CPU); with
-    // probabilities wanted the chain's own stages must leave candidates
+    // a plain greedy chain keeps only the argmax: one stage picks it in the graph instead of
+    // the chain's every stage (engine/graph_greedy.hpp); with probabilities wanted the
+    // chain's own stages must leave candidates
     if (s.task->greedy && tp.n_probs == 0) {
         Sampler g = graph_greedy_chain(s.task->bias);
         if (ctx_->set_sampler(s.id, g.get()) && graph_greedy_attached(g)) {
