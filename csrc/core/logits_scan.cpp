@@ -388,6 +388,11 @@ bool SparseBias::has(llama_token t) const {
                               [](const auto & a, const auto & b) { return a.first < b.first; });
 }
 
+float SparseBias::at(llama_token t) const {
+    const auto it = std::lower_bound(v_.begin(), v_.end(), t, [](const auto & e, llama_token x) { return e.first < x; });
+    return it != v_.end() && it->first == t ? it->second : 0.0f;
+}
+
 bool scan_isa_available(ScanIsa isa) {
     switch (isa) {
         case ScanIsa::Scalar: return true;

@@ -22,6 +22,7 @@ public:
     explicit SparseBias(std::vector<std::pair<llama_token, float>> entries);
     bool empty() const { return v_.empty(); }
     bool has(llama_token t) const;
+    float at(llama_token t) const;  // the token's bias, 0 when it has none
     const std::vector<std::pair<llama_token, float>> & entries() const { return v_; }
 
 private:

@@ -1,6 +1,5 @@
 #include "engine/graph_greedy.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -24,14 +23,11 @@ const char * stage_name(const llama_sampler *) { return "pyllama-greedy"; }
 // The host pick over candidates, the same rule as the graph's (used only where the graph
 // did not pick: llama.cpp then hands the candidates to the chain)
 void stage_apply(llama_sampler * smpl, llama_token_data_array * cur) {
-    const auto & bias = state(smpl)->bias.entries();
+    const SparseBias & bias = state(smpl)->bias;
     int64_t best = -1;
     float best_v = -INFINITY;
     for (size_t i = 0; i < cur->size; ++i) {
-        const llama_token id = cur->data[i].id;
-        float v = cur->data[i].logit;
-        const auto it = std::lower_bound(bias.begin(), bias.end(), id, [](const auto & e, llama_token t) { return e.first < t; });
-        if (it != bias.end() && it->first == id) v += it->second;
+        const float v = cur->data[i].logit + bias.at(cur->data[i].id);
         if (v > best_v) {
             best_v = v;
             best = static_cast<int64_t>(i);

@@ -28,17 +28,16 @@ void Engine::attach_sampler(Slot & s) {
     // a plain greedy chain keeps only the argmax: one stage picks it in the graph instead of
     // the chain's every stage (engine/graph_greedy.hpp); with probabilities wanted the
     // chain's own stages must leave candidates
+    std::optional<Sampler> g;
     if (s.task->greedy && tp.n_probs == 0) {
-        Sampler g = graph_greedy_chain(s.task->bias);
-        if (ctx_->set_sampler(s.id, g.get()) && graph_greedy_attached(g)) {
+        g = graph_greedy_chain(s.task->bias);
+        if (ctx_->set_sampler(s.id, g->get()) && graph_greedy_attached(*g)) {
             s.graph_chain = std::move(g);
             s.backend = true;
             return;
         }
-        // declined (a bias where ggml_argmax runs): the chain replaces it before it is freed
-        s.backend = ctx_->set_sampler(s.id, s.chain->get());
-        return;
     }
+    // a declined stage (a bias where ggml_argmax runs) is replaced here, before `g` is freed
     s.backend = ctx_->set_sampler(s.id, s.chain->get());
 }
 
