@@ -71,6 +71,7 @@ py::dict metrics_dict(const engine::Metrics & m) {
     d["n_sampled_split"] = m.n_sampled_split;
     d["n_sampled_host"] = m.n_sampled_host;
     d["n_draft_sampled_backend"] = m.n_draft_sampled_backend;
+    d["n_graph_greedy_rows"] = m.n_graph_greedy_rows;
     return d;
 }
 

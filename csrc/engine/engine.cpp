@@ -67,6 +67,7 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (embeddings_) outputs_per_seq_ = 1;
     if (cp.n_outputs_max_per_seq == 0) cp.n_outputs_max_per_seq = static_cast<uint32_t>(outputs_per_seq_);
     outputs_per_seq_ = static_cast<int32_t>(cp.n_outputs_max_per_seq);
+    graph_greedy_ = std::make_unique<GraphGreedy>(p.n_parallel);
     ctx_ = std::make_unique<Context>(model_, cp);
     rs_only_ = llama_model_is_recurrent(model_->get()) || llama_model_is_hybrid(model_->get());
     n_swa_ = cp.swa_full ? 0 : llama_model_n_swa(model_->get());

@@ -26,6 +26,7 @@
 #include "core/model.hpp"
 #include "core/projector.hpp"
 #include "core/sampler.hpp"
+#include "engine/graph_greedy.hpp"
 #include "engine/ngram.hpp"
 #include "engine/prompt_cache.hpp"
 #include "engine/task.hpp"
@@ -152,6 +153,7 @@ struct Metrics {
     uint64_t n_sampled_split = 0;
     uint64_t n_sampled_host = 0;
     uint64_t n_draft_sampled_backend = 0;  // draft model tokens picked from the backend's top 10
+    uint64_t n_graph_greedy_rows = 0;      // rows pyllama's one greedy node picked on the CPU backend
 };
 
 class Engine {
@@ -262,6 +264,8 @@ private:
 
     std::shared_ptr<Model> model_;
     EngineParams params_;
+    // -bs greedy picks in the graph (engine/graph_greedy); before ctx_: outlives its graphs
+    std::unique_ptr<GraphGreedy> graph_greedy_;
     std::unique_ptr<Context> ctx_;
     std::shared_ptr<Projector> projector_;
     std::unique_ptr<Context> dctx_;  // draft model context (speculative decoding), or null

@@ -30,8 +30,8 @@ void Engine::attach_sampler(Slot & s) {
     // chain's own stages must leave candidates
     std::optional<Sampler> g;
     if (s.task->greedy && tp.n_probs == 0) {
-        g = graph_greedy_chain(s.task->bias);
-        if (ctx_->set_sampler(s.id, g->get()) && graph_greedy_attached(*g)) {
+        g = graph_greedy_->chain(s.task->bias);
+        if (ctx_->set_sampler(s.id, g->get()) && GraphGreedy::attached(*g)) {
             s.graph_chain = std::move(g);
             s.backend = true;
             return;

@@ -1,17 +1,19 @@
 """`-bs` with a plain greedy task: pyllama's argmax stage picks each token inside the graph
-(csrc/engine/graph_greedy.cpp: on the CPU a custom op running the vectorised biased argmax,
-where llama.cpp's own greedy stage is a scalar one-thread GGML_OP_ARGMAX). The tokens are
-the host path's, the logit bias and ignore_eos included, and the counters say the graph
-picked every one."""
+(csrc/engine/graph_greedy.cpp: on the CPU one custom node, on all of ggml's threads, picks
+every greedy sequence's row with the vectorised biased argmax, where llama.cpp's own greedy
+stage is a scalar one-thread GGML_OP_ARGMAX per sequence behind a copy of all the logits).
+The tokens are the host path's, the logit bias and ignore_eos included, in a wave of
+sequences sampled both ways at once too, and the counters say the graph picked every one."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
 
 from pyllama import _core
-from pyllama.engine import generate, make_task, open_engine
+from pyllama.engine import AsyncEngine, generate, make_task, open_engine
 from pyllama.sampling import make_sampling_params
 
 PROMPT = "Once upon a time, in a small village,"
@@ -19,7 +21,7 @@ PROMPT = "Once upon a time, in a small village,"
 
 @pytest.fixture(scope="module")
 def model(smollm_path: str) -> _core.Model:
-    return _core.Model(smollm_path)
+    return _core.Model(smollm_path, n_gpu_layers=0)  # the CPU backend's node is under test
 
 
 def _run(
@@ -48,6 +50,8 @@ def _same_in_the_graph(model: _core.Model, **kw: object) -> list[int]:
     assert graph == host
     assert m_host["n_sampled_backend"] == 0
     assert m["n_sampled_backend"] == len(graph) and m["n_sampled_host"] == 0
+    # pyllama's node picked them (the prompt's last row and every generated one but the last)
+    assert m_host["n_graph_greedy_rows"] == 0 and m["n_graph_greedy_rows"] >= len(graph)
     return graph
 
 
@@ -68,3 +72,54 @@ def test_greedy_in_the_graph_ignores_eos(model: _core.Model) -> None:
     assert len(_run(model, True, n=96, prompt=chat)[0]) < 96
     tokens = _same_in_the_graph(model, ignore_eos=True, n=96, prompt=chat)
     assert len(tokens) == 96 and not [t for t in tokens if model.is_eog(t)]
+
+
+LONG = " ".join(f"item {i} is number {i * 7 % 13}." for i in range(40))
+
+
+def _wave(model: _core.Model, runs: list[tuple[str, bool, dict]]) -> tuple[list[list[int]], dict]:
+    """Every (prompt, backend, sampling fields) task started together in one engine; a small
+    batch so that the long prompt takes several steps while the others generate (its
+    stage attached, idle: llama.cpp points an idle sequence's stage at row 0)."""
+    eng = open_engine(model, n_parallel=len(runs), n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=2)
+    ae = AsyncEngine(eng)
+    try:
+        tasks = []
+        for prompt, backend, kw in runs:
+            sampling = make_sampling_params(temperature=0, **kw)
+            sampling.backend_sampling = backend
+            tasks.append(
+                make_task(model.tokenize(prompt, True, True), n_predict=24, sampling=sampling)
+            )
+
+        async def go() -> list:
+            return await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
+
+        out = []
+        for events, final in asyncio.run(go()):
+            assert final.type != "error", final.message
+            out.append([e.token for e in events if e.type == "token" and e.token >= 0])
+        return out, eng.metrics()
+    finally:
+        ae.close()
+        eng.stop()
+
+
+def test_one_node_picks_a_wave_of_sequences(model: _core.Model, plain: list[int]) -> None:
+    """Sequences with their own biases, one sampled on the host beside them, one whose long
+    prompt is still being read: the graph's picks are the host's for each row."""
+    runs = [
+        (PROMPT, True, {}),
+        (PROMPT, True, {"logit_bias": {plain[1]: -math.inf}}),
+        ("The capital of France is", True, {}),
+        (PROMPT, False, {}),
+        (LONG, True, {}),
+    ]
+    host, m_host = _wave(model, [(p, False, kw) for p, _, kw in runs])
+    graph, m = _wave(model, runs)
+    assert graph == host
+    assert graph[1][:1] == plain[:1] and graph[1][1] != plain[1]
+    assert m_host["n_graph_greedy_rows"] == 0
+    assert m["n_sampled_host"] == len(graph[3])
+    assert m["n_sampled_backend"] == sum(map(len, graph)) - len(graph[3])
+    assert m["n_graph_greedy_rows"] >= m["n_sampled_backend"]
