@@ -12,8 +12,9 @@ namespace pyllama::engine {
 
 namespace {
 
-// One graph's picks, read by the node's threads while it runs: for each of the node's
-// outputs, the unpadded logits row and the bias of the stage that asked for it. The biases
+// One graph's picks: for each of the node's outputs, the unpadded logits row and the bias of
+// the stage that asked for it. Written on the engine's loop thread while llama.cpp builds
+// the graph, read by ggml's compute threads when it runs (started after: no lock). The biases
 // are the stages' own: a stage is freed only after llama_set_sampler let go of it, and a
 // change of samplers makes llama.cpp build a new graph (and a new plan) before it computes.
 struct Plan {
