@@ -17,8 +17,16 @@ namespace {
 // the graph, read by ggml's compute threads when it runs (started after: no lock). The biases
 // are the stages' own: a stage is freed only after llama_set_sampler let go of it, and a
 // change of samplers makes llama.cpp build a new graph (and a new plan) before it computes.
+struct Pick {
+    int64_t row;
+    const SparseBias * bias;
+    // the sequence's output (a view of the node): ggml flags it for computation only where
+    // the sequence has a row in this batch; an idle one's stage is pointed at row 0
+    const ggml_tensor * out;
+};
+
 struct Plan {
-    std::vector<std::pair<int64_t, const SparseBias *>> picks;
+    std::vector<Pick> picks;
     std::atomic<uint64_t> * rows = nullptr;
 };
 
@@ -112,13 +120,16 @@ void pick_rows(ggml_tensor * dst, int ith, int nth, void * userdata) {
     const auto n = static_cast<int64_t>(plan.picks.size());
     const auto n_vocab = static_cast<int32_t>(src->ne[0]);
     auto * out = static_cast<int32_t *>(dst->data);
+    uint64_t picked = 0;
     for (int64_t j = ith; j < n; j += nth) {
         const int64_t k = n - 1 - j;
-        const auto & [row, bias] = plan.picks[static_cast<size_t>(k)];
-        const auto * l = reinterpret_cast<const float *>(static_cast<const char *>(src->data) + row * src->nb[1]);
-        out[k] = biased_argmax(l, n_vocab, *bias);
+        const Pick & p = plan.picks[static_cast<size_t>(k)];
+        if (!(p.out->flags & GGML_TENSOR_FLAG_COMPUTE)) continue;
+        const auto * l = reinterpret_cast<const float *>(static_cast<const char *>(src->data) + p.row * src->nb[1]);
+        out[k] = biased_argmax(l, n_vocab, *p.bias);
+        ++picked;
     }
-    if (ith == 0) plan.rows->fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    plan.rows->fetch_add(picked, std::memory_order_relaxed);
 }
 
 // One sequence's pick on one thread, from whatever tensor it was given (llama.cpp's probe
@@ -156,8 +167,9 @@ ggml_tensor * shared_pick(GreedyStage & st, ggml_context * ctx, ggml_tensor * lo
     Plan & plan = *sh.plans.back();
     const auto k = static_cast<int64_t>(plan.picks.size());
     if (k >= capacity) return nullptr;
-    plan.picks.emplace_back(row, &st.bias);
-    return ggml_view_1d(ctx, sh.node, 1, static_cast<size_t>(k) * sizeof(int32_t));
+    ggml_tensor * out = ggml_view_1d(ctx, sh.node, 1, static_cast<size_t>(k) * sizeof(int32_t));
+    plan.picks.push_back(Pick{row, &st.bias, out});
+    return out;
 }
 
 void stage_backend_apply(llama_sampler * smpl, ggml_context * ctx, ggml_cgraph *, llama_sampler_data * data) {
