@@ -1,5 +1,6 @@
 #include "engine/graph_greedy.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <utility>
@@ -212,9 +213,7 @@ llama_sampler * make_stage(const SparseBias & bias, GraphGreedy::Shared * shared
 
 }  // namespace
 
-GraphGreedy::GraphGreedy(int32_t n_seq_max) : shared_(std::make_unique<Shared>()), rows_(shared_->rows) {
-    shared_->n_seq_max = n_seq_max;
-}
+GraphGreedy::GraphGreedy(int32_t n_seq_max) : shared_(std::make_unique<Shared>()) { shared_->n_seq_max = n_seq_max; }
 
 GraphGreedy::~GraphGreedy() = default;
 
@@ -224,6 +223,8 @@ Sampler GraphGreedy::chain(const SparseBias & bias) {
     chain.add(stage);
     return chain;
 }
+
+uint64_t GraphGreedy::rows_picked() const { return shared_->rows.load(std::memory_order_relaxed); }
 
 bool GraphGreedy::attached(const Sampler & chain) {
     const llama_sampler * stage = llama_sampler_chain_get(chain.get(), 0);

@@ -15,7 +15,6 @@
 // when a bias would be needed, and the engine attaches the task's chain instead.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -38,13 +37,12 @@ public:
     // Whether the chain's stage accepted the backend at llama_set_sampler (backend_init).
     static bool attached(const Sampler & chain);
     // Rows the CPU node has picked so far (the counters' proof that it ran).
-    uint64_t rows_picked() const { return rows_.load(std::memory_order_relaxed); }
+    uint64_t rows_picked() const;
 
-    struct Shared;
+    struct Shared;  // what the stages share (graph_greedy.cpp)
 
 private:
     std::unique_ptr<Shared> shared_;
-    std::atomic<uint64_t> & rows_;
 };
 
 }  // namespace pyllama::engine

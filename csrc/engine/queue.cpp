@@ -214,7 +214,7 @@ Metrics Engine::metrics() const {
     std::lock_guard<std::mutex> lk(pub_mu_);
     Metrics m = metrics_;
     m.n_deferred = n_waiting_.load();
-    m.n_graph_greedy_rows = graph_greedy_ ? graph_greedy_->rows_picked() : 0;
+    m.n_graph_greedy_rows = graph_greedy_->rows_picked();
     return m;
 }
 
