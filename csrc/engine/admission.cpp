@@ -157,7 +157,7 @@ void Engine::admit() {
         primary->state = Slot::State::Prompt;
         primary->parent = nullptr;
         assign(*primary);
-        if (completion) attach_sampler(*primary);
+        attach_sampler(*primary);
         {
             std::lock_guard<std::mutex> lk(pub_mu_);
             metrics_.n_prompt_cached_total += lcp;
@@ -177,6 +177,7 @@ void Engine::admit() {
             s->state = Slot::State::Waiting;
             s->parent = primary;
             assign(*s);
+            attach_sampler(*s);  // n > 1 samples on the host: only lets a parked stage go
         }
         if (prompt_cache_ && params_.cache_idle_slots) cache_idle_slots();
     }

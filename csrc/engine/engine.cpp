@@ -185,6 +185,10 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
 Engine::~Engine() {
     stop();
     for (size_t i = 0; i < draft_chains_.size(); ++i) dctx_->set_sampler(static_cast<llama_seq_id>(i), nullptr);
+    // greedy stages parked on idle sequences (engine/sampling.cpp), before the slots go
+    for (auto & s : slots_) {
+        if (s->graph_chain) ctx_->set_sampler(s->id, nullptr);
+    }
     for (int fd : pipe_) {
         if (fd >= 0) ::close(fd);
     }

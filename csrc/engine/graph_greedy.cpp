@@ -231,4 +231,11 @@ bool GraphGreedy::attached(const Sampler & chain) {
     return stage && state(stage)->accepted;
 }
 
+bool GraphGreedy::rebias(const Sampler & chain, const SparseBias & bias) {
+    GreedyStage * st = state(llama_sampler_chain_get(chain.get(), 0));
+    if (!st->cpu && !bias.empty()) return false;
+    st->bias = bias;
+    return true;
+}
+
 }  // namespace pyllama::engine

@@ -36,6 +36,9 @@ public:
     Sampler chain(const SparseBias & bias);
     // Whether the chain's stage accepted the backend at llama_set_sampler (backend_init).
     static bool attached(const Sampler & chain);
+    // An attached chain's stage takes another task's bias, where it can pick with it (off
+    // the CPU only an empty one). Loop thread, between decodes: a graph reads it when it runs.
+    static bool rebias(const Sampler & chain, const SparseBias & bias);
     // Rows the CPU node has picked so far (the counters' proof that it ran).
     uint64_t rows_picked() const;
 

@@ -14,22 +14,33 @@
 
 namespace pyllama::engine {
 
-// `forced` >= 0: take that token instead of sampling (synthetic draft acceptance); it
-// advances the chain's history but not the grammar, as llama-server.
+// Called for every slot a task is given. Attaching or detaching a chain makes llama.cpp
+// reserve its scheduler again at the next decode (2-5 ms a time with the demo model on 2
+// cores), so a greedy stage stays on its sequence when the task ends, parked (no rows, so
+// nothing picks), for the slot's next task to take with its own bias.
 void Engine::attach_sampler(Slot & s) {
     const TaskParams & tp = s.task->params;
     // llama-server's rules: no backend sampling with a grammar or a reasoning budget
     // (common_sampler_init), nor when the logits before sampling are wanted (n_probs without
     // post_sampling_probs). pyllama's own: n > 1 completions each sample the shared prompt's
     // last row on the host (llama-server's children would read the parent's backend token).
-    const bool want = tp.sampling.backend_sampling && !s.grammar && !s.budget &&
+    const bool want = s.chain && tp.sampling.backend_sampling && !s.grammar && !s.budget &&
                       !(tp.n_probs > 0 && !tp.post_sampling_probs) && tp.n_cmpl == 1;
-    if (!want || !s.chain) return;
     // a plain greedy chain keeps only the argmax: one stage picks it in the graph instead of
     // the chain's every stage (engine/graph_greedy.hpp); with probabilities wanted the
     // chain's own stages must leave candidates
+    const bool greedy = want && s.task->greedy && tp.n_probs == 0;
+    if (s.graph_chain) {  // parked by the slot's last task
+        if (greedy && GraphGreedy::rebias(*s.graph_chain, s.task->bias)) {
+            s.backend = true;
+            return;
+        }
+        ctx_->set_sampler(s.id, nullptr);
+        s.graph_chain.reset();  // after the context let go of it
+    }
+    if (!want) return;
     std::optional<Sampler> g;
-    if (s.task->greedy && tp.n_probs == 0) {
+    if (greedy) {
         g = graph_greedy_->chain(s.task->bias);
         if (ctx_->set_sampler(s.id, g->get()) && GraphGreedy::attached(*g)) {
             s.graph_chain = std::move(g);
@@ -43,9 +54,9 @@ void Engine::attach_sampler(Slot & s) {
 
 void Engine::detach_sampler(Slot & s) {
     if (!s.backend) return;
-    ctx_->set_sampler(s.id, nullptr);
-    s.graph_chain.reset();  // after the context let go of it
     s.backend = false;
+    if (s.graph_chain) return;  // parked: see attach_sampler
+    ctx_->set_sampler(s.id, nullptr);
 }
 
 // `forced` >= 0: take that token instead of sampling (synthetic draft acceptance); it

@@ -65,7 +65,8 @@ struct Engine::Slot {
     std::optional<Sampler> grammar;
     std::optional<Sampler> budget;
     bool backend = false;  // `chain` (or `graph_chain`) is attached to the context for sequence `id`
-    // -bs with a plain greedy task: pyllama's argmax stage in the graph (engine/graph_greedy)
+    // -bs with a plain greedy task: pyllama's argmax stage in the graph (engine/graph_greedy);
+    // still attached, parked, after the task (backend false): see Engine::attach_sampler
     std::optional<Sampler> graph_chain;
     // this step's scan of its logits row, done ahead by Engine::prescan when it is set
     struct Prescan {

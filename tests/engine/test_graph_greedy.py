@@ -124,3 +124,77 @@ def test_one_node_picks_a_wave_of_sequences(model: _core.Model, plain: list[int]
     assert m["n_sampled_backend"] == sum(map(len, graph)) - len(graph[3])
     # one pick a sampled row: none for the long prompt's sequence while it had no row
     assert m["n_graph_greedy_rows"] == m["n_sampled_backend"]
+
+
+def test_a_parked_stage_serves_the_next_task_or_lets_go(
+    model: _core.Model, plain: list[int]
+) -> None:
+    """A task's end leaves its greedy stage on the sequence (attaching costs llama.cpp a
+    scheduler reserve); the slot's next task takes it with its own bias, and any other kind
+    of task has it detached first: a stage left on would keep the raw logits from the host
+    sampler."""
+    ban = {plain[1]: -math.inf}
+    chat = "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n"
+    runs: list[tuple[str, bool, dict]] = [
+        (PROMPT, True, {}),
+        (PROMPT, True, {"logit_bias": ban}),
+        (PROMPT, False, {}),
+        (chat, True, {"ignore_eos": True}),
+        (PROMPT, True, {"temperature": 0.8, "seed": 3}),
+        (PROMPT, True, {}),
+    ]
+    eng = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
+    ref = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
+    try:
+        for prompt, backend, kw in runs:
+            tokens = model.tokenize(prompt, True, True)
+            got = []
+            for e, bs in ((eng, backend), (ref, False)):
+                sampling = make_sampling_params(**{"temperature": 0, **kw})
+                sampling.backend_sampling = bs
+                events = list(generate(e, make_task(tokens, n_predict=16, sampling=sampling)))
+                assert not [ev.message for ev in events if ev.type == "error"]
+                got.append([ev.token for ev in events if ev.type == "token" and ev.token >= 0])
+            assert got[0] == got[1], (prompt, backend, kw)
+        m = eng.metrics()
+        assert m["n_graph_greedy_rows"] == 16 * 4  # the four -bs greedy tasks' picks, no others
+        assert m["n_sampled_host"] == 16 and m["n_sampled_backend"] == 16 * 5
+    finally:
+        eng.stop()
+        ref.stop()
+
+
+def _n2(model: _core.Model, park: bool) -> tuple[dict[int, list[int]], dict]:
+    eng = open_engine(model, n_parallel=2, n_ctx=1024, n_threads=2)
+    ae = AsyncEngine(eng)
+    tokens = model.tokenize(PROMPT, True, True)
+    sampling = make_sampling_params(temperature=0)
+    sampling.backend_sampling = park
+
+    async def go(tasks: list) -> list:
+        return await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
+
+    try:
+        if park:  # a -bs greedy task on each slot leaves a stage parked on both
+            asyncio.run(go([make_task(tokens, n_predict=8, sampling=sampling) for _ in range(2)]))
+        [(events, final)] = asyncio.run(
+            go([make_task(tokens, n_predict=16, sampling=sampling, n_cmpl=2)])
+        )
+        assert final.type != "error", final.message
+        out: dict[int, list[int]] = {0: [], 1: []}
+        for e in events:
+            if e.type == "token" and e.token >= 0:
+                out[e.index].append(e.token)
+        return out, eng.metrics()
+    finally:
+        ae.close()
+        eng.stop()
+
+
+def test_n_completions_let_parked_stages_go(model: _core.Model) -> None:
+    """n > 1 samples on the host (the second completion reads the first's prompt row): both
+    slots' parked stages are detached first, or the graph would take their rows."""
+    host, _ = _n2(model, False)
+    after, m = _n2(model, True)
+    assert after == host and len(after[0]) == 16
+    assert m["n_graph_greedy_rows"] == 16 and m["n_sampled_host"] == 32
