@@ -40,9 +40,8 @@ constexpr size_t kPlansKept = 8;
 struct GraphGreedy::Shared {
     int32_t n_seq_max = 1;
     std::atomic<uint64_t> rows{0};
-    // set by every stage's backend_reset, which llama.cpp calls on each sampler before it
-    // applies any of them to a new graph: the next pick starts that graph's node
-    bool fresh = true;
+    // the graph being built's node; cleared by every stage's backend_reset, which llama.cpp
+    // calls on each sampler before it applies any of them to a new graph
     ggml_tensor * node = nullptr;
     std::deque<std::unique_ptr<Plan>> plans;
 };
@@ -92,7 +91,7 @@ bool stage_backend_init(llama_sampler * smpl, ggml_backend_buffer_type_t buft, u
     return st->accepted;
 }
 
-void stage_backend_reset(llama_sampler * smpl) { state(smpl)->shared->fresh = true; }
+void stage_backend_reset(llama_sampler * smpl) { state(smpl)->shared->node = nullptr; }
 
 // The row of the unpadded logits that `view` shows, and those logits; -1 unless `view` is a
 // whole row of llama.cpp's sampling input, pad(logits, 0, 1, 0, 0), other than its zero row.
@@ -150,10 +149,10 @@ ggml_tensor * shared_pick(GreedyStage & st, ggml_context * ctx, ggml_tensor * lo
     const int64_t row = unpadded_row(logits, &src);
     if (row < 0) return nullptr;
     GraphGreedy::Shared & sh = *st.shared;
-    if (!sh.fresh && sh.node && sh.node->src[0] != src) return nullptr;
+    if (sh.node && sh.node->src[0] != src) return nullptr;
     // one output per active row, plus one per idle sequence (llama.cpp points those at row 0)
     const int64_t capacity = src->ne[1] + sh.n_seq_max;
-    if (sh.fresh) {
+    if (!sh.node) {
         auto plan = std::make_unique<Plan>();
         plan->rows = &sh.rows;
         ggml_tensor * args[] = {src};
@@ -163,7 +162,6 @@ ggml_tensor * shared_pick(GreedyStage & st, ggml_context * ctx, ggml_tensor * lo
         ggml_set_output(sh.node);
         sh.plans.push_back(std::move(plan));
         if (sh.plans.size() > kPlansKept) sh.plans.pop_front();
-        sh.fresh = false;
     }
     Plan & plan = *sh.plans.back();
     const auto k = static_cast<int64_t>(plan.picks.size());
