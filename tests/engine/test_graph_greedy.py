@@ -77,6 +77,16 @@ def test_greedy_in_the_graph_ignores_eos(model: _core.Model) -> None:
 LONG = " ".join(f"item {i} is number {i * 7 % 13}." for i in range(40))
 
 
+def _together(ae: AsyncEngine, tasks: list) -> list:
+    """The tasks submitted in one turn (their prompts share the first batch), each one's
+    (events, final) once all are done."""
+
+    async def go() -> list:
+        return await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
+
+    return asyncio.run(go())
+
+
 def _wave(model: _core.Model, runs: list[tuple[str, bool, dict]]) -> tuple[list[list[int]], dict]:
     """Every (prompt, backend, sampling fields) task started together in one engine; a small
     batch so that the long prompt takes several steps while the others generate (its
@@ -91,12 +101,8 @@ def _wave(model: _core.Model, runs: list[tuple[str, bool, dict]]) -> tuple[list[
             tasks.append(
                 make_task(model.tokenize(prompt, True, True), n_predict=24, sampling=sampling)
             )
-
-        async def go() -> list:
-            return await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
-
         out = []
-        for events, final in asyncio.run(go()):
+        for events, final in _together(ae, tasks):
             assert final.type != "error", final.message
             out.append([e.token for e in events if e.type == "token" and e.token >= 0])
         return out, eng.metrics()
@@ -171,14 +177,11 @@ def _n2(model: _core.Model, park: bool) -> tuple[dict[int, list[int]], dict]:
     sampling = make_sampling_params(temperature=0)
     sampling.backend_sampling = park
 
-    async def go(tasks: list) -> list:
-        return await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
-
     try:
         if park:  # a -bs greedy task on each slot leaves a stage parked on both
-            asyncio.run(go([make_task(tokens, n_predict=8, sampling=sampling) for _ in range(2)]))
-        [(events, final)] = asyncio.run(
-            go([make_task(tokens, n_predict=16, sampling=sampling, n_cmpl=2)])
+            _together(ae, [make_task(tokens, n_predict=8, sampling=sampling) for _ in range(2)])
+        [(events, final)] = _together(
+            ae, [make_task(tokens, n_predict=16, sampling=sampling, n_cmpl=2)]
         )
         assert final.type != "error", final.message
         out: dict[int, list[int]] = {0: [], 1: []}
