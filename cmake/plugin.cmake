@@ -49,7 +49,12 @@ set(_plugin_json "${CMAKE_CURRENT_BINARY_DIR}/plugin.json")
 # driver), checked by the core before loading so that its absence is named
 set(_needs "")
 if(PYLLAMA_PLUGIN STREQUAL "cuda")
-  set(_needs ", \"needs\": {\"libcuda.so.1\": \"the NVIDIA driver, 580 or newer\"}")
+  if(WIN32)
+    set(_driver "nvcuda.dll")
+  else()
+    set(_driver "libcuda.so.1")
+  endif()
+  set(_needs ", \"needs\": {\"${_driver}\": \"the NVIDIA driver, 580 or newer\"}")
 endif()
 file(WRITE "${_plugin_json}" "{\"name\": \"${PYLLAMA_PLUGIN}\", \"distribution\": \"${_distribution}\", \"version\": \"${SKBUILD_PROJECT_VERSION}\", \"ggml\": \"${_ggml_version}\"${_needs}}\n")
 

@@ -341,7 +341,9 @@ void register_engine(py::module_ & m) {
         .def("take_ready", &Engine::take_ready, "Drain events of every task that has some: [(task_id, [Event])].")
         .def("wait", &Engine::wait, py::arg("task_id"), py::arg("timeout_ms") = -1,
              py::call_guard<py::gil_scoped_release>(), "Block until task_id has events; returns them.")
-        .def_property_readonly("notify_fd", &Engine::notify_fd)
+        .def("set_notify_socket", &Engine::set_notify_socket, py::arg("handle"),
+             "Send one byte on (a duplicate of) this connected socket when events are ready; "
+             "-1 stops. Empty the socket before each take_ready.")
         .def_property_readonly("n_ctx_slot", &Engine::n_ctx_slot)
         .def_property_readonly("n_parallel", &Engine::n_parallel)
         .def_property_readonly("model", &Engine::model)

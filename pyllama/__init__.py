@@ -1,5 +1,15 @@
 """pyllama: llama.cpp compiled, bound and served from Python."""
 
+import os
+import sys
+
+if sys.platform == "win32":
+    # _core's DLLs (llama, ggml, the runtime) are in pyllama/lib, which Windows does not
+    # search for an extension's dependencies (Python loads it with only its own folder,
+    # the application's, System32 and the add_dll_directory folders): add it, whatever
+    # the working directory. The handle keeps it added for the life of the process.
+    _dll_dir = os.add_dll_directory(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
 try:
     from pyllama import _core  # noqa: F401
 except ModuleNotFoundError as e:  # pragma: no cover - depends on how Python was started

@@ -1164,6 +1164,10 @@ class Engine:
         """
         Submit tasks together: all or none admitted; their prompts share the first batch.
         """
+    def set_notify_socket(self, handle: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Send one byte on (a duplicate of) this connected socket when events are ready; -1 stops. Empty the socket before each take_ready.
+        """
     def take_ready(self) -> list[tuple[int, list[Event]]]:
         """
         Drain events of every task that has some: [(task_id, [Event])].
@@ -1183,9 +1187,6 @@ class Engine:
         ...
     @property
     def n_parallel(self) -> int:
-        ...
-    @property
-    def notify_fd(self) -> int:
         ...
     @property
     def projector(self) -> Projector:

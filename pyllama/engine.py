@@ -1,10 +1,12 @@
 """The engine from Python: ``AsyncEngine`` for asyncio services, ``Engine.generate`` for scripts.
 
 The C++ engine runs its own thread and never touches a Python object. When it has
-events it writes one byte to a pipe; ``AsyncEngine`` watches that pipe with
-``loop.add_reader`` and, on wake-up, drains every task's events at once into per-task
-``asyncio.Queue`` s. So there is no Python thread per stream, and the event loop only
-holds the GIL to move already-built events around.
+events it sends one byte on a socket that ``AsyncEngine`` owns (a ``socket.socketpair``
+made for the running loop), and the loop, on wake-up, drains every task's events at once
+into per-task ``asyncio.Queue`` s. So there is no Python thread per stream, and the event
+loop only holds the GIL to move already-built events around. A socket because every loop
+can wait on one: selector loops and uvloop watch it with ``add_reader``; Windows' Proactor
+loop, which has no ``add_reader``, awaits ``sock_recv`` on it in one task per engine.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Protocol
@@ -165,6 +168,8 @@ class AsyncEngine:
         self.observer = observer
         self._streams: dict[int, TaskStream] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: socket.socket | None = None  # our end of the engine's wake-up socket
+        self._waker: asyncio.Task[None] | None = None  # its reader on a Proactor loop
         self._n_lora = len(engine.lora_paths)
 
     @classmethod
@@ -175,13 +180,54 @@ class AsyncEngine:
         loop = asyncio.get_running_loop()
         if self._loop is loop:
             return
-        if self._loop is not None:
-            self._loop.remove_reader(self.engine.notify_fd)
-        loop.add_reader(self.engine.notify_fd, self._drain)
+        self._detach()
+        rsock, wsock = socket.socketpair()
+        rsock.setblocking(False)
+        try:
+            self.engine.set_notify_socket(wsock.fileno())  # the engine keeps a duplicate
+        finally:
+            wsock.close()
+        self._wake = rsock
+        try:
+            loop.add_reader(rsock, self._on_wake)
+        except NotImplementedError:  # the Proactor loop (Windows): no readiness callbacks
+            self._waker = loop.create_task(self._wake_task(rsock), name="pyllama-engine-wake")
         self._loop = loop
 
+    def _detach(self) -> None:
+        # the engine lets go of its socket first: nothing rings a socket being closed
+        self.engine.set_notify_socket(-1)
+        live_loop = self._loop is not None and not self._loop.is_closed()
+        if self._waker is not None:
+            if live_loop:
+                self._waker.cancel()
+            self._waker = None
+        elif self._wake is not None and live_loop:
+            self._loop.remove_reader(self._wake)
+        if self._wake is not None:
+            self._wake.close()
+            self._wake = None
+        self._loop = None
+
+    def _on_wake(self) -> None:
+        # empty the socket before take_ready: an event after it rings again
+        with contextlib.suppress(BlockingIOError):
+            while self._wake is not None and self._wake.recv(4096):
+                pass
+        self._drain()
+
+    async def _wake_task(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while await loop.sock_recv(sock, 4096):  # b"": the socket was closed
+            try:
+                self._drain()
+            except Exception as e:  # as a failing add_reader callback: reported, not fatal
+                loop.call_exception_handler(
+                    {"message": "pyllama engine drain failed", "exception": e}
+                )
+
     def _drain(self) -> None:
-        # Runs in the event loop when the engine's pipe is readable. The timings cost a
+        # Runs in the event loop after a wake-up (or from live()). The timings cost a
         # clock read per wake-up and a scan of a task's events until its first token.
         now = time.perf_counter()
         for task_id, events in self.engine.take_ready():
@@ -275,9 +321,7 @@ class AsyncEngine:
                     yield ev.text.decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self.engine.notify_fd)
-        self._loop = None
+        self._detach()
         self.engine.stop()
 
 

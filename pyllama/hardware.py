@@ -74,3 +74,15 @@ def summary() -> str:
             name += f", variant {variant}"
         parts.append(name)
     return "; ".join(parts)
+
+
+def main() -> None:
+    """``python -m pyllama.hardware``: the devices, then each backend module loaded (with
+    the CPU variant pyllama chose, its score and its file)."""
+    print(summary())
+    for b in backends():
+        print(f"{b.name}: variant {b.variant or '(single module)'}, score {b.score}, {b.path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,6 @@ import contextlib
 import fnmatch
 import hashlib
 import os
-import pwd
 import re
 import shutil
 import time
@@ -84,12 +83,22 @@ def cache_directory() -> Path:
         ("HUGGINGFACE_HUB_CACHE", ""),
         ("HF_HOME", "hub"),
         ("XDG_CACHE_HOME", "huggingface/hub"),
-        ("HOME", ".cache/huggingface/hub"),
+        ("USERPROFILE" if os.name == "nt" else "HOME", ".cache/huggingface/hub"),
     ):
         base = os.environ.get(var)
         if base:
             return Path(base) / sub if sub else Path(base)
-    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "huggingface" / "hub"
+    return _home() / ".cache" / "huggingface" / "hub"
+
+
+def _home() -> Path:
+    """The account's home when the environment names none: the password database's entry
+    on POSIX, as llama.cpp; ``Path.home()`` on Windows, where there is no such database."""
+    if os.name == "nt":
+        return Path.home()
+    import pwd  # POSIX only
+
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)
 
 
 def model_endpoint() -> str:

@@ -9,6 +9,11 @@ ggml has no stable ABI: a plugin built for another pyllama version is refused. A
 that cannot load (no driver, a library missing, the wrong version) is reported once, as a
 ``RuntimeWarning`` naming the reason, and skipped: the CPU and the other plugins go on.
 ``PYLLAMA_PLUGINS=none`` loads none; ``PYLLAMA_PLUGINS=vulkan`` only the ones named.
+
+On Linux a module finds what it links through its RUNPATH (``pyllama/lib``, the nvidia-*
+wheels' ``nvidia/cu13/lib``). Windows has no RUNPATH: the same folders (the wheels' DLL
+folders there) are added with ``os.add_dll_directory`` before the module is loaded, which
+the core's loader searches (``LoadLibraryExW`` with ``LOAD_LIBRARY_SEARCH_DEFAULT_DIRS``).
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import ctypes
 import importlib.util
 import json
 import os
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyllama import _core
 
-__all__ = ["PACKAGE", "Plugin", "load_all", "plugins"]
+__all__ = ["PACKAGE", "Plugin", "dll_directories", "load_all", "plugins"]
 
 PACKAGE = "pyllama_plugins"
 
@@ -39,6 +46,7 @@ class Plugin:
 
 
 _loaded: list[Plugin] | None = None
+_dll_dirs: list[Any] = []  # Windows: os.add_dll_directory's handles; closing one removes it
 
 
 def _folders() -> list[Path]:
@@ -65,9 +73,9 @@ def _wanted(name: str) -> bool:
 def _missing(needs: dict[str, str]) -> str:
     """Why the first library a module opens at run time cannot be opened here; "" if none.
 
-    plugin.json's ``needs`` names them: the CUDA runtime opens the driver (libcuda.so.1)
-    itself, so the module loads without it and ggml then finds no device, saying only that
-    the "driver version is insufficient".
+    plugin.json's ``needs`` names them: the CUDA runtime opens the driver (libcuda.so.1,
+    nvcuda.dll on Windows) itself, so the module loads without it and ggml then finds no
+    device, saying only that the "driver version is insufficient".
     """
     for lib, what in needs.items():
         try:
@@ -77,9 +85,28 @@ def _missing(needs: dict[str, str]) -> str:
     return ""
 
 
+def dll_directories(folder: Path, core_lib: Path) -> list[Path]:
+    """Windows: the folders a plugin's module finds its DLLs in, as its RUNPATH names them
+    on Linux: the core's ``pyllama/lib`` (ggml-base) and every folder of DLLs from the
+    nvidia-* wheels in the same site-packages (``nvidia/cu13/bin/x86_64`` for CUDA 13,
+    ``nvidia/<name>/bin`` before): found by looking, as the layout changed with CUDA 13."""
+    nvidia = folder.parent.parent / "nvidia"
+    wheels = {dll.parent for dll in nvidia.glob("*/bin/**/*.dll")} if nvidia.is_dir() else set()
+    return [core_lib, *sorted(wheels)]
+
+
+def _add_dll_directories(folder: Path) -> None:
+    """Windows: let the plugin's module find the DLLs it links (see ``dll_directories``)."""
+    if sys.platform != "win32":
+        return
+    for d in dll_directories(folder, Path(_core.__file__).parent / "lib"):
+        if d.is_dir():
+            _dll_dirs.append(os.add_dll_directory(str(d)))
+
+
 def _load(folder: Path) -> Plugin:
     try:
-        meta = json.loads((folder / "plugin.json").read_text())
+        meta = json.loads((folder / "plugin.json").read_text(encoding="utf-8"))
         distribution, version = str(meta["distribution"]), str(meta["version"])
         needs = {str(k): str(v) for k, v in meta.get("needs", {}).items()}
     except (OSError, ValueError, KeyError, AttributeError) as e:
@@ -92,6 +119,7 @@ def _load(folder: Path) -> Plugin:
         return Plugin(folder.name, str(folder), distribution, version, (), error)
     if missing := _missing(needs):
         return Plugin(folder.name, str(folder), distribution, version, (), missing)
+    _add_dll_directories(folder)
     try:
         added = tuple(_core.load_plugin(str(folder)))
     except RuntimeError as e:

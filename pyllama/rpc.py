@@ -71,10 +71,14 @@ def add_servers(endpoints: Sequence[str]) -> list[str]:
 
 
 def _cache_dir() -> Path:
-    """rpc-server's: $LLAMA_CACHE, else $XDG_CACHE_HOME or ~/.cache, then llama.cpp/rpc."""
+    """rpc-server's: $LLAMA_CACHE, else $XDG_CACHE_HOME or ~/.cache (Windows:
+    %LOCALAPPDATA%), then llama.cpp/rpc."""
     if os.environ.get("LLAMA_CACHE"):
         return Path(os.environ["LLAMA_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~/.cache")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "llama.cpp" / "rpc"
 
 

@@ -8,11 +8,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/dynlib.hpp"
 #include "ggml-backend.h"
-
-#ifndef _WIN32
-#include <dlfcn.h>
-#endif
 
 namespace fs = std::filesystem;
 
@@ -25,7 +22,7 @@ struct Candidate {
     std::string variant;
     fs::path path;
     int score;
-    std::string error;  // why dlopen refused it (score 0)
+    std::string error;  // why the OS would not load it (score 0)
 };
 
 bool env_on(const char * name) {
@@ -43,24 +40,31 @@ bool same_name(const std::string & a, const std::string & b) {
 
 bool uses_amx(const std::string & variant) { return variant == "sapphirerapids"; }
 
-#ifndef _WIN32
 // What a module says of this machine: its ggml_backend_score (0: cannot run here), or 1
 // for a module without one (an unsuffixed build of one variant). Loading a module runs
 // none of its kernels, so this is safe for variants this CPU cannot execute.
-int score_of(const fs::path & path, std::string * error = nullptr) {
-    void * handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-        if (error != nullptr) {
-            const char * e = dlerror();
-            *error = e ? e : "dlopen failed";
-        }
-        return 0;
-    }
+int score_of(const fs::path & path, std::string * error) {
+    void * handle = dynlib::open(path, error);
+    if (handle == nullptr) return 0;
     using score_fn = int (*)();
-    auto fn = reinterpret_cast<score_fn>(dlsym(handle, "ggml_backend_score"));
+    auto fn = reinterpret_cast<score_fn>(dynlib::symbol(handle, "ggml_backend_score"));
     const int s = fn ? fn() : 1;
-    dlclose(handle);
+    dynlib::close(handle);
     return s;
+}
+
+// ggml's loader, given a module this process can load. On Windows the module is opened
+// here first, with its own folder searched for its dependencies (ggml opens with plain
+// LoadLibraryW, which does not search it), and ggml is handed the bare file name, which
+// Windows resolves to the module already loaded: an ASCII name, whatever the folder's.
+ggml_backend_reg_t load_module(const fs::path & path) {
+#ifdef _WIN32
+    std::string error;
+    if (dynlib::open(path, &error) == nullptr) return nullptr;  // kept open for the process
+    return ggml_backend_load(dynlib::to_utf8(path.filename()).c_str());
+#else
+    return ggml_backend_load(path.c_str());
+#endif
 }
 
 std::string list(const std::vector<Candidate> & cs) {
@@ -92,17 +96,14 @@ const Candidate * pick_cpu(const std::vector<Candidate> & cs) {
     return best;
 }
 
-// libggml-<backend>[-<variant>].so in `dir`, grouped by backend, each with its score
-// (and, for a module that would not load, dlopen's reason).
+// libggml-<backend>[-<variant>].so (ggml-<backend>[-<variant>].dll ...) in `dir`, grouped
+// by backend, each with its score (and, for a module that would not load, the OS's reason).
 std::map<std::string, std::vector<Candidate>> scan(const std::string & dir) {
     std::map<std::string, std::vector<Candidate>> found;
     std::error_code ec;
-    for (const auto & entry : fs::directory_iterator(dir, ec)) {
-        const std::string file = entry.path().filename().string();
-        const std::string prefix = "libggml-";
-        if (file.rfind(prefix, 0) != 0 || entry.path().extension() != ".so") continue;
-        std::string stem = file.substr(prefix.size(), file.size() - prefix.size() - 3);
-        if (stem == "base") continue;
+    for (const auto & entry : fs::directory_iterator(dynlib::from_utf8(dir), ec)) {
+        std::string stem;
+        if (!dynlib::is_backend_module(dynlib::to_utf8(entry.path().filename()), &stem)) continue;
         const size_t dash = stem.find('-');
         const std::string backend = stem.substr(0, dash);
         const std::string variant = dash == std::string::npos ? "" : stem.substr(dash + 1);
@@ -123,18 +124,13 @@ const Candidate * pick_best(const std::vector<Candidate> & cs) {
     }
     return best;
 }
-#endif
 
 }  // namespace
 
 std::string module_dir() {
-#ifndef _WIN32
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void *>(&module_dir), &info) != 0 && info.dli_fname != nullptr) {
-        return fs::path(info.dli_fname).parent_path().string();
-    }
-#endif
-    return ".";
+    const std::string self = dynlib::self_path();
+    if (self.empty()) return ".";
+    return dynlib::to_utf8(dynlib::from_utf8(self).parent_path());
 }
 
 void load_backends(const std::string & dir) {
@@ -153,15 +149,13 @@ void load_backends(const std::string & dir) {
             ggml_backend_reg_t reg = ggml_backend_reg_get(i);
             g_loaded.push_back({ggml_backend_reg_name(reg), "", "", 1});
         }
-#elif defined(_WIN32)
-        ggml_backend_load_all_from_path(dir.c_str());
 #else
         std::map<std::string, std::vector<Candidate>> found = scan(dir);
         for (auto & [backend, cs] : found) {
             const Candidate * best = backend == "cpu" ? pick_cpu(cs) : pick_best(cs);
             if (best == nullptr) continue;  // a GPU module with no device here, say
-            if (ggml_backend_reg_t reg = ggml_backend_load(best->path.c_str())) {
-                g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, best->path.string(), best->score});
+            if (ggml_backend_reg_t reg = load_module(best->path)) {
+                g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, dynlib::to_utf8(best->path), best->score});
             }
         }
         const bool have_cpu = std::any_of(g_loaded.begin(), g_loaded.end(),
@@ -176,12 +170,8 @@ void load_backends(const std::string & dir) {
 
 std::vector<LoadedBackend> load_plugin(const std::string & dir) {
     std::vector<LoadedBackend> out;
-#ifdef _WIN32
-    (void)dir;
-    throw std::runtime_error("backend plugins are not supported on Windows yet");
-#else
     const auto found = scan(dir);
-    if (found.empty()) throw std::runtime_error("no libggml-<backend>.so in " + dir);
+    if (found.empty()) throw std::runtime_error("no ggml backend module in " + dir);
     for (const auto & [backend, cs] : found) {
         for (const auto & loaded : g_loaded) {
             if (same_name(loaded.name, backend)) {
@@ -191,15 +181,14 @@ std::vector<LoadedBackend> load_plugin(const std::string & dir) {
         const Candidate * best = pick_best(cs);
         if (best == nullptr) {
             std::string why;
-            for (const auto & c : cs) why += (why.empty() ? "" : "; ") + c.path.filename().string() + ": " + c.error;
+            for (const auto & c : cs) why += (why.empty() ? "" : "; ") + dynlib::to_utf8(c.path.filename()) + ": " + c.error;
             throw std::runtime_error(why);
         }
-        ggml_backend_reg_t reg = ggml_backend_load(best->path.c_str());
-        if (reg == nullptr) throw std::runtime_error(best->path.string() + ": ggml could not initialise the backend");
-        g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, best->path.string(), best->score});
+        ggml_backend_reg_t reg = load_module(best->path);
+        if (reg == nullptr) throw std::runtime_error(dynlib::to_utf8(best->path) + ": ggml could not initialise the backend");
+        g_loaded.push_back({ggml_backend_reg_name(reg), best->variant, dynlib::to_utf8(best->path), best->score});
         out.push_back(g_loaded.back());
     }
-#endif
     return out;
 }
 

@@ -1,4 +1,5 @@
 #include "core/context.hpp"
+#include "core/dynlib.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -348,7 +349,7 @@ size_t Context::seq_state_save(const std::string & path, llama_seq_id seq, const
     // llama.cpp closes the file without checking: the last buffered write can fail (a full
     // disk) unseen, leaving a short file behind a success
     std::error_code ec;
-    if (std::filesystem::file_size(path, ec) != n || ec) {
+    if (std::filesystem::file_size(dynlib::from_utf8(path), ec) != n || ec) {
         throw LlamaError("failed to save sequence state to '" + path + "': the file was cut short (" +
                          (ec ? ec.message() : std::string("disk full?")) + ")");
     }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "ggml.h"
 #include "llama.h"
 #include "log.h"
 #include "mtmd-helper.h"
@@ -78,7 +79,7 @@ void log_set_level(int level) {
 bool log_set_file(const std::string & path) {
     std::lock_guard<std::mutex> lk(g_file_mu);
     if (g_file) std::fclose(g_file);
-    g_file = path.empty() ? nullptr : std::fopen(path.c_str(), "a");
+    g_file = path.empty() ? nullptr : ggml_fopen(path.c_str(), "a");
     if (g_file) std::setvbuf(g_file, nullptr, _IOLBF, 0);
     return path.empty() || g_file != nullptr;
 }

@@ -131,7 +131,7 @@ LlamaModelParams::LlamaModelParams(const ModelParams & p) : params(llama_model_d
 }
 
 Model::Model(const std::string & path, const ModelParams & p) : path_(path) {
-    if (std::FILE * f = std::fopen(path.c_str(), "rb")) {
+    if (std::FILE * f = ggml_fopen(path.c_str(), "rb")) {  // UTF-8 on Windows too
         std::fclose(f);
     } else {
         throw std::system_error(errno, std::generic_category(), "cannot open model file '" + path + "'");

@@ -1,4 +1,5 @@
 #include "core/seq_state_file.hpp"
+#include "core/dynlib.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -20,7 +21,7 @@ constexpr uint32_t kIoMagic = 0xaf143cd8;
 }  // namespace
 
 SeqStateFile read_seq_state_file(const std::string & path, llama_seq_id seq, size_t max_tokens) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::ifstream in(dynlib::from_utf8(path), std::ios::binary | std::ios::ate);
     if (!in) throw LlamaError(std::string("cannot open the slot state file: ") + std::strerror(errno));
     const auto size = static_cast<size_t>(in.tellg());
     in.seekg(0);

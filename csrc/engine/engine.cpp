@@ -4,8 +4,6 @@
 
 #include "engine/engine.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
@@ -156,11 +154,6 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     }
     batch_ = std::make_unique<Batch>(static_cast<int32_t>(ctx_->n_batch()), 1);
     cur_.resize(static_cast<size_t>(model_->n_vocab()));
-    if (::pipe(pipe_) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
-    for (int fd : pipe_) {
-        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-        ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
     publish();
     thread_ = std::thread(&Engine::loop, this);
     if (p.warmup) {  // after the adapters, as llama-server: the first request pays nothing
@@ -176,7 +169,6 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
             });
         } catch (...) {
             stop();  // a constructor that throws runs no destructor: join the loop here
-            for (int & fd : pipe_) ::close(std::exchange(fd, -1));
             throw;
         }
     }
@@ -188,9 +180,6 @@ Engine::~Engine() {
     // greedy stages parked on idle sequences (engine/sampling.cpp), before the slots go
     for (auto & s : slots_) {
         if (s->graph_chain) ctx_->set_sampler(s->id, nullptr);
-    }
-    for (int fd : pipe_) {
-        if (fd >= 0) ::close(fd);
     }
 }
 

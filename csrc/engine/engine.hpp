@@ -27,6 +27,7 @@
 #include "core/projector.hpp"
 #include "core/sampler.hpp"
 #include "engine/graph_greedy.hpp"
+#include "engine/wake_socket.hpp"
 #include "engine/ngram.hpp"
 #include "engine/prompt_cache.hpp"
 #include "engine/task.hpp"
@@ -171,10 +172,12 @@ public:
     std::vector<uint64_t> submit_many(std::vector<TaskParams> params);  // all admitted in one turn, or none
     void cancel(uint64_t task_id);
 
-    // Async side: every task with new events, drained at once. Also empties the
-    // notification pipe, whose read end (notify_fd) becomes readable when events arrive.
+    // Async side: every task with new events, drained at once. When events arrive, one
+    // byte is sent on the socket set here (a duplicate of the caller's connected socket;
+    // -1 detaches); the reader empties its end before each take_ready, and the next
+    // event after take_ready rings again (engine/wake_socket.hpp).
     std::vector<std::pair<uint64_t, std::vector<Event>>> take_ready();
-    int notify_fd() const { return pipe_[0]; }
+    void set_notify_socket(int64_t handle);
     // Sync side: block until task_id has events (or timeout); returns them.
     std::vector<Event> wait(uint64_t task_id, int timeout_ms);
 
@@ -311,12 +314,12 @@ private:
     std::condition_variable out_cv_;
     std::unordered_map<uint64_t, std::vector<Event>> out_;
     std::vector<uint64_t> ready_;
-    bool notified_ = false;    // a byte is in the pipe, not yet drained
+    bool notified_ = false;    // a byte was sent on wake_, not yet followed by take_ready
     bool unnotified_ = false;  // events queued since the last notify()
     int64_t last_notify_us_ = 0;
     bool urgent_ = false;  // an event that should not wait for the gap (see notify)
     static constexpr int64_t kNotifyGapUs = 3000;  // the most a busy engine delays an event
-    int pipe_[2] = {-1, -1};
+    WakeSocket wake_;
 
     // published snapshot
     mutable std::mutex pub_mu_;

@@ -3,10 +3,7 @@
 
 #include "engine/engine.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <algorithm>
-#include <cerrno>
 
 #include "engine/slot.hpp"
 #include "engine/util.hpp"
@@ -108,10 +105,9 @@ void Engine::notify(bool force) {
         last_notify_us_ = t;
         unnotified_ = false;
         urgent_ = false;
-        if (!notified_) {
+        if (!notified_ && wake_.attached()) {
             notified_ = true;
-            const char one = 1;
-            [[maybe_unused]] ssize_t w = ::write(pipe_[1], &one, 1);
+            wake_.ring();
         }
     }
     out_cv_.notify_all();

@@ -5,6 +5,7 @@
 // no n-gram draft falls through to the draft model, if any (llama.cpp's order). Loop
 // thread only.
 #include "engine/ngram.hpp"
+#include "core/dynlib.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -25,7 +26,7 @@ namespace {
 // one is an error naming it. Records: an n-gram (LLAMA_NGRAM_MAX tokens), a count of
 // following tokens, then (token, count) pairs, every count > 0.
 void check_lookup_cache(const std::string & path, int32_t n_vocab) {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(dynlib::from_utf8(path), std::ios::binary);
     if (!in) throw std::invalid_argument("cannot open lookup cache '" + path + "'");
     auto bad = [&](const char * why) {
         throw std::invalid_argument("lookup cache '" + path + "' is not an n-gram cache: " + why);

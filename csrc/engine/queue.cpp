@@ -5,8 +5,6 @@
 
 #include "engine/engine.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -170,10 +168,7 @@ void Engine::cancel(uint64_t id) {
 std::vector<std::pair<uint64_t, std::vector<Event>>> Engine::take_ready() {
     std::vector<std::pair<uint64_t, std::vector<Event>>> out;
     std::lock_guard<std::mutex> lk(out_mu_);
-    char buf[64];
-    while (::read(pipe_[0], buf, sizeof(buf)) > 0) {
-    }
-    notified_ = false;
+    notified_ = false;  // the reader emptied the socket before calling: the next event rings
     out.reserve(ready_.size());
     for (uint64_t id : ready_) {
         auto it = out_.find(id);
@@ -185,6 +180,17 @@ std::vector<std::pair<uint64_t, std::vector<Event>>> Engine::take_ready() {
     }
     ready_.clear();
     return out;
+}
+
+void Engine::set_notify_socket(int64_t handle) {
+    std::lock_guard<std::mutex> lk(out_mu_);
+    wake_.attach(handle);
+    notified_ = false;
+    // events that arrived before the socket: ring at once, so the new reader takes them
+    if (!ready_.empty() && wake_.attached()) {
+        notified_ = true;
+        wake_.ring();
+    }
 }
 
 std::vector<Event> Engine::wait(uint64_t id, int timeout_ms) {

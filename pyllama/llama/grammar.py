@@ -75,7 +75,7 @@ class LlamaGrammar:
     @classmethod
     def from_file(cls, file: str | Path, verbose: bool = True) -> LlamaGrammar:
         try:
-            text = Path(file).read_text()
+            text = Path(file).read_text(encoding="utf-8")  # not the locale's (Windows)
         except Exception as e:
             raise Exception(f"{cls.from_file.__qualname__}: error reading grammar file: {e}") from e
         if not text:

@@ -211,7 +211,8 @@ def serve(settings: Settings) -> int:
     if settings.ssl_key_file or settings.ssl_cert_file:
         config["ssl_keyfile"] = settings.ssl_key_file
         config["ssl_certfile"] = settings.ssl_cert_file
-    tcp = [s for s in sockets if s.family != socket.AF_UNIX]
+    # by TCP families, not != AF_UNIX: Windows' socket module has no AF_UNIX
+    tcp = [s for s in sockets if s.family in (socket.AF_INET, socket.AF_INET6)]
     port = tcp[0].getsockname()[1] if tcp else settings.port  # the real one for --port 0
     where = [h if h.endswith(".sock") else f"http://{_bracket(h)}:{port}" for h in hosts]
     server = _server_class(tools, app, where)(
@@ -278,9 +279,10 @@ def _server_class(tools: ToolBox | None, app: Starlette, where: list[str]) -> ty
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            old = {
-                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
-            }
+            sigs = [signal.SIGINT, signal.SIGTERM]
+            if sys.platform == "win32":
+                sigs.append(signal.SIGBREAK)  # Ctrl-Break: uvicorn's own set there has it
+            old = {sig: signal.signal(sig, self.handle_exit) for sig in sigs}
             try:
                 yield
             finally:

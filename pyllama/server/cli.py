@@ -21,6 +21,7 @@ from pyllama.server.flags.model import model_options
 from pyllama.server.flags.paths import is_dir, is_file, read_text
 from pyllama.server.flags.sampling import sampling_defaults
 from pyllama.server.flags.speculative import draft_options, ngram_options
+from pyllama.server.http.listen import unsupported
 from pyllama.server.settings import GcpSettings, NgramOptions, Settings
 
 __all__ = ["main", "parse_args"]
@@ -185,6 +186,8 @@ def parse_args(
         parser.error(f"--models-preset '{a.models_preset}' does not exist")
     if not _split(a.host):
         parser.error("--host requires at least one address")
+    if why := unsupported(_split(a.host), bool(a.reuse_port)):
+        parser.error(why)  # a UNIX socket or --reuse-port where the platform has none
     try:
         gcp = GcpSettings.from_env(environ)
     except ValueError:

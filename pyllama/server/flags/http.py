@@ -206,6 +206,8 @@ def _ui_config(a: argparse.Namespace) -> dict[str, object] | None:
 
 
 def _program(path: str) -> bool:
+    if os.name == "nt":
+        path += ".exe"  # as mtmd-helper's video_resolve_bin names it there
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 

@@ -25,6 +25,6 @@ def is_file(path: str) -> bool:
 
 def read_text(path: str, flag: str) -> str:
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8")  # not the locale's (cp1252 on Windows)
     except (OSError, ValueError) as e:
         raise ValueError(f"{flag}: cannot read '{path[:200]}': {getattr(e, 'strerror', e)}") from e

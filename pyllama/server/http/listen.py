@@ -11,11 +11,22 @@ from __future__ import annotations
 import os
 import socket
 
-__all__ = ["bind_all", "split_hosts"]
+__all__ = ["bind_all", "split_hosts", "unsupported"]
 
 
 def split_hosts(value: str) -> list[str]:
     return [h.strip() for h in value.split(",") if h.strip()]
+
+
+def unsupported(hosts: list[str], reuse_port: bool) -> str:
+    """Why this platform cannot listen as asked (Windows: Python has no AF_UNIX there and
+    no SO_REUSEPORT), naming the flag; "" when it can."""
+    if reuse_port and not hasattr(socket, "SO_REUSEPORT"):
+        return "--reuse-port is not supported on this platform (no SO_REUSEPORT)"
+    unix = [h for h in hosts if h.endswith(".sock")]
+    if unix and not hasattr(socket, "AF_UNIX"):
+        return f"--host {unix[0]}: UNIX socket paths are not supported on this platform"
+    return ""
 
 
 def _bind(host: str, port: int, v6only: bool, reuse_port: bool) -> socket.socket:
@@ -28,7 +39,12 @@ def _bind(host: str, port: int, v6only: bool, reuse_port: bool) -> socket.socket
     host = host.strip("[]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if hasattr(socket, "SO_EXCLUSIVEADDRUSE"):
+        # Windows: SO_REUSEADDR there lets a second server take a port in use; exclusive
+        # use is what cpp-httplib (llama-server) sets, and a port in use fails to bind
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+    else:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:  # --reuse-port: several servers share the port, the kernel spreads them
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     if family == socket.AF_INET6:
@@ -39,6 +55,9 @@ def _bind(host: str, port: int, v6only: bool, reuse_port: bool) -> socket.socket
 
 def bind_all(hosts: list[str], port: int, reuse_port: bool = False) -> list[socket.socket]:
     """Bind and listen on every host; on failure close what was bound and raise OSError."""
+    why = unsupported(hosts, reuse_port)
+    if why:  # the CLI refuses these first; a caller that did not still gets an OSError
+        raise OSError(why)
     socks: list[socket.socket] = []
     try:
         for host in hosts:

@@ -40,7 +40,8 @@ class VideoOptions:
 
 
 def _in_dir(directory: str, name: str) -> str | None:
-    path = os.path.join(directory, name)
+    # ffmpeg.exe on Windows, as mtmd-helper's video_resolve_bin names it there
+    path = os.path.join(directory, name + (".exe" if os.name == "nt" else ""))
     return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 

@@ -112,7 +112,7 @@ def _read_preset(path: Path) -> configparser.ConfigParser:
     ini = configparser.ConfigParser(default_section="*", interpolation=None)
     ini.optionxform = str.lower  # type: ignore[assignment,method-assign]
     try:
-        ini.read_string(path.read_text())
+        ini.read_string(path.read_text(encoding="utf-8"))
     except (OSError, configparser.Error) as e:
         raise APIError(400, f"--models-preset '{path}': {e}") from e
     return ini

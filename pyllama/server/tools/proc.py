@@ -21,6 +21,7 @@ READ_CHUNK = 4096
 # after a kill, how long to wait for the pipe to close: a process that left the group
 # (setsid) may hold it open forever, and the call must still return
 KILL_GRACE_S = 2.0
+TASKKILL_TIMEOUT_S = 5.0  # Windows: taskkill walks the process table, usually in ms
 
 
 @dataclass
@@ -31,12 +32,27 @@ class ExecResult:
     truncated: bool = False  # output past max_output was dropped
 
 
+def taskkill_tree(pid: int) -> None:
+    """Windows: kill ``pid`` and its descendants. There are no process groups to signal;
+    ``taskkill /T`` finds the tree by parent ids, so call it while ``pid`` still lives."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            ["taskkill", "/F", "/T", "/PID", str(pid)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=TASKKILL_TIMEOUT_S,
+        )
+
+
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """Kill the child and everything it started: ``sh -c "a; b"`` keeps a child that
     holds the output pipe open after ``sh`` itself is gone."""
     if os.name == "posix":
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        taskkill_tree(proc.pid)
     with contextlib.suppress(OSError):
         proc.kill()
 

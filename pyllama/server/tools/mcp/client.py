@@ -14,8 +14,10 @@ import logging
 import os
 import queue
 import select
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from typing import Any
 import orjson
 
 from pyllama.server.tools.mcp.config import McpServerConfig
+from pyllama.server.tools.proc import taskkill_tree
 
 __all__ = ["McpManager", "McpStdio", "McpToolDef"]
 
@@ -35,8 +38,36 @@ MAX_LINE = 8 << 20  # a longer line (a child that never writes "\n") is dropped
 POLL_S = 0.05  # reader and waits re-check their stop conditions this often
 COOLDOWN_S = 5.0  # after a failed spawn, calls fail fast this long
 WARMUP_S = 10.0  # tool discovery per server at start-up
+PEEK_S = 0.005  # Windows: how often an idle pipe is peeked at within POLL_S
 
 Stop = Callable[[], bool]
+
+
+if sys.platform == "win32":
+    import _winapi  # CPython's own Win32 calls (multiprocessing peeks at pipes with it)
+    import msvcrt
+
+    def _readable(fd: int, timeout: float) -> bool:
+        """Whether reading ``fd`` returns at once, waiting up to ``timeout`` s. Windows'
+        select() takes sockets only: the pipe is peeked at instead."""
+        handle = msvcrt.get_osfhandle(fd)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if _winapi.PeekNamedPipe(handle, 0)[0]:
+                    return True
+            except BrokenPipeError:
+                return True  # the writer is gone: the read sees EOF
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(PEEK_S)
+
+else:
+
+    def _readable(fd: int, timeout: float) -> bool:
+        """Whether reading ``fd`` returns at once, waiting up to ``timeout`` s."""
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return bool(ready)
 
 
 @dataclass(frozen=True)
@@ -89,15 +120,22 @@ class McpStdio:
 
     def start(self) -> bool:
         cfg = self.config
+        command, flags = cfg.command, 0
+        if sys.platform == "win32":
+            # as llama-server there: "npx" is npx.cmd, found through PATHEXT (CreateProcess
+            # tries .exe only); no console window for the child
+            command = shutil.which(command) or command
+            flags = subprocess.CREATE_NO_WINDOW
         try:
             self._proc = subprocess.Popen(
-                [cfg.command, *cfg.args],
+                [command, *cfg.args],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cfg.cwd or None,
                 env={**os.environ, **cfg.env},
                 start_new_session=True,  # its own process group: close() kills grandchildren too
+                creationflags=flags,
             )
         except OSError as e:
             self.last_error = f"failed to spawn {cfg.command!r}: {e.strerror or e}"
@@ -123,8 +161,13 @@ class McpStdio:
         proc = self._proc
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        if os.name == "posix":
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        else:  # no process groups: kill the tree by parent ids, then the child itself
+            taskkill_tree(proc.pid)
+            with contextlib.suppress(OSError):
+                proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2)
         for t in self._threads:
@@ -144,8 +187,7 @@ class McpStdio:
         skipping = False  # inside an over-long line: drop bytes up to its newline
         while self._running.is_set():
             try:
-                ready, _, _ = select.select([fd], [], [], POLL_S)
-                if not ready:
+                if not _readable(fd, POLL_S):
                     continue
                 chunk = os.read(fd, 65536)
             except (OSError, ValueError):
