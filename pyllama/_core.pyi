@@ -1154,6 +1154,10 @@ class Engine:
         ...
     def set_lora_scales(self, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
         ...
+    def set_notify_socket(self, handle: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Send one byte on (a duplicate of) this connected socket when events are ready; -1 stops. Empty the socket before each take_ready.
+        """
     def slots(self) -> list:
         ...
     def stop(self) -> None:
@@ -1163,10 +1167,6 @@ class Engine:
     def submit_many(self, params: collections.abc.Sequence[TaskParams]) -> list[int]:
         """
         Submit tasks together: all or none admitted; their prompts share the first batch.
-        """
-    def set_notify_socket(self, handle: typing.SupportsInt | typing.SupportsIndex) -> None:
-        """
-        Send one byte on (a duplicate of) this connected socket when events are ready; -1 stops. Empty the socket before each take_ready.
         """
     def take_ready(self) -> list[tuple[int, list[Event]]]:
         """
