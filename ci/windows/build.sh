@@ -28,12 +28,18 @@ PY
 )
 [ -n "$host_python" ] || { echo "ci/windows/build.sh: no CPython 3.13 here (its headers and FindPython need one)"; exit 1; }
 [ -f vendor/llama.cpp/CMakeLists.txt ] || python ci/fetch_vendor.py --dest vendor/llama.cpp
+# FindPython, cross-compiling, gives the extension the link flags of this machine's CPython
+# (sysconfig's LIBS: -ldl -lm); MinGW has libm but no libdl, whose functions Windows has in
+# kernel32: an empty archive answers -ldl
+mkdir -p "$out/mingw-libs"
+[ -f "$out/mingw-libs/libdl.a" ] || x86_64-w64-mingw32-ar rcs "$out/mingw-libs/libdl.a"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR="$root" CCACHE_SLOPPINESS=time_macros
 cmake -S . -B "$out" -G Ninja "${launcher[@]}" \
   -DCMAKE_TOOLCHAIN_FILE="$root/ci/windows/mingw-w64.cmake" \
   -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_MODULE_LINKER_FLAGS="-L$root/$out/mingw-libs" \
   -DSKBUILD_PROJECT_VERSION="$(python -c "import tomllib;print(tomllib.load(open('pyproject.toml','rb'))['project']['version'])")" \
   -DPython_EXECUTABLE="$host_python" \
   -DPython_INCLUDE_DIR="$root/$py/include" \

@@ -57,6 +57,14 @@ pip download -q "${target[@]}" -d build/win-wheels "${reqs[@]}"
 pip install -q --no-compile --no-index --find-links build/win-wheels "${target[@]}" \
   --target "$vehicle/python/Lib/site-packages" "${reqs[@]}"
 pip install -q --no-compile --no-deps "${target[@]}" --target "$vehicle/python/Lib/site-packages" "$wheel"
+# wine 8's WMI aborts the process in propsys (VariantToString, unimplemented) when the
+# platform module asks it the OS version (platform.system(): uvicorn, pydantic); without
+# _wmi, platform reads the version the way it does where WMI is missing
+rm "$vehicle/python/_wmi.pyd"
+# wine 8 has no bcryptprimitives.dll, which Rust-built extensions (pydantic-core, jiter)
+# import: a stand-in beside python.exe (ci/windows/bcryptprimitives.c)
+x86_64-w64-mingw32-gcc -O2 -shared -s -o "$vehicle/python/bcryptprimitives.dll" \
+  ci/windows/bcryptprimitives.c -ladvapi32
 cp build/win64/bin/*.exe build/win64/bin/*.dll "$vehicle/bin/"
 cp "$vehicle"/python/Lib/site-packages/pyllama/lib/lib*.dll "$vehicle/bin/"  # MinGW's runtime
 step "install into python.org CPython" "$t"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path, PurePosixPath
 
 __all__ = ["MISSING", "VEHICLE", "Wine", "winpath"]
@@ -89,14 +90,24 @@ class Wine:
         )
 
     def popen(self, *args: str, cwd: Path | None = None, log: Path) -> subprocess.Popen[bytes]:
-        """Start python.exe ARGS in the background, its output into ``log``."""
-        with open(log, "wb") as out:
-            return subprocess.Popen(
-                self.command(self.python, *args),
-                cwd=cwd or self.vehicle,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        """Start python.exe ARGS in the background, its output copied into ``log`` (through a
+        pipe: wine gives a program whose output is a file an invalid handle)."""
+        proc = subprocess.Popen(
+            self.command(self.python, *args),
+            cwd=cwd or self.vehicle,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def copy() -> None:
+            assert proc.stdout is not None
+            with open(log, "ab") as out:
+                for line in proc.stdout:
+                    out.write(line)
+                    out.flush()
+
+        threading.Thread(target=copy, daemon=True).start()
+        return proc
