@@ -198,15 +198,17 @@ class AsyncEngine:
         # the engine lets go of its socket first: nothing rings a socket being closed
         self.engine.set_notify_socket(-1)
         live_loop = self._loop is not None and not self._loop.is_closed()
-        if self._waker is not None:
-            if live_loop:
-                self._waker.cancel()
-            self._waker = None
-        elif self._wake is not None and live_loop:
-            self._loop.remove_reader(self._wake)
-        if self._wake is not None:
-            self._wake.close()
-            self._wake = None
+        if self._waker is not None and live_loop:
+            # the task closes the socket once its read is cancelled: closed under a pending
+            # read, Windows' select() would fail on it (WinError 10038)
+            self._waker.cancel()
+        else:
+            if self._wake is not None and live_loop:
+                self._loop.remove_reader(self._wake)
+            if self._wake is not None:
+                self._wake.close()
+        self._waker = None
+        self._wake = None
         self._loop = None
 
     def __del__(self) -> None:  # dropped without close(): its socket must not linger
@@ -225,13 +227,16 @@ class AsyncEngine:
 
     async def _wake_task(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        while await loop.sock_recv(sock, 4096):  # b"": the socket was closed
-            try:
-                self._drain()
-            except Exception as e:  # as a failing add_reader callback: reported, not fatal
-                loop.call_exception_handler(
-                    {"message": "pyllama engine drain failed", "exception": e}
-                )
+        try:
+            while await loop.sock_recv(sock, 4096):  # b"": the socket was closed
+                try:
+                    self._drain()
+                except Exception as e:  # as a failing add_reader callback: reported, not fatal
+                    loop.call_exception_handler(
+                        {"message": "pyllama engine drain failed", "exception": e}
+                    )
+        finally:
+            sock.close()
 
     def _drain(self) -> None:
         # Runs in the event loop after a wake-up (or from live()). The timings cost a

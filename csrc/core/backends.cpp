@@ -171,7 +171,11 @@ void load_backends(const std::string & dir) {
 std::vector<LoadedBackend> load_plugin(const std::string & dir) {
     std::vector<LoadedBackend> out;
     const auto found = scan(dir);
-    if (found.empty()) throw std::runtime_error("no ggml backend module in " + dir);
+#ifdef _WIN32
+    if (found.empty()) throw std::runtime_error("no ggml-<backend>.dll in " + dir);
+#else
+    if (found.empty()) throw std::runtime_error("no libggml-<backend>.so in " + dir);
+#endif
     for (const auto & [backend, cs] : found) {
         for (const auto & loaded : g_loaded) {
             if (same_name(loaded.name, backend)) {

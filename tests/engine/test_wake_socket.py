@@ -68,7 +68,10 @@ def alone(model: _core.Model) -> list[list[int]]:
 
 
 def test_selector_loop_watches_the_socket(model: _core.Model, alone: list[list[int]]) -> None:
+    # a selector loop (Linux's default; on Windows the non-default one, whose select()
+    # takes sockets: the reason the wake-up is one)
     ae = AsyncEngine(open_engine(model, n_parallel=3, n_ctx=3 * 512, n_threads=2))
+    loop = asyncio.SelectorEventLoop()
     try:
 
         async def main() -> list[list[int]]:
@@ -76,9 +79,10 @@ def test_selector_loop_watches_the_socket(model: _core.Model, alone: list[list[i
             assert ae._waker is None  # add_reader served
             return out
 
-        assert asyncio.run(main()) == alone
+        assert loop.run_until_complete(main()) == alone
     finally:
         ae.close()
+        loop.close()
 
 
 def test_loop_without_add_reader_awaits_the_socket(
@@ -110,7 +114,11 @@ def test_one_engine_serves_loop_after_loop(model: _core.Model, alone: list[list[
         loop = NoReaderLoop()
         try:
             assert loop.run_until_complete(streamed(ae, model)) == alone
-        finally:
+        finally:  # shut down as asyncio.run does: its tasks (the reader) cancelled and run out
+            tasks = asyncio.all_tasks(loop)
+            for t in tasks:
+                t.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.close()
         assert asyncio.run(streamed(ae, model)) == alone
     finally:
