@@ -52,7 +52,7 @@ target=(--platform win_amd64 --python-version 3.13 --implementation cp --only-bi
 mapfile -t reqs < <(python ci/windows/make_wheel.py --requirements server)
 reqs+=("numpy==2.1.3" colorama)
 # and what the suite's Windows subset imports (tests/windows/test_suite_subset.py)
-reqs+=(pytest openai anthropic ollama)
+reqs+=(pytest openai anthropic ollama gguf)
 pip download -q "${target[@]}" -d build/win-wheels "${reqs[@]}"
 pip install -q --no-compile --no-index --find-links build/win-wheels "${target[@]}" \
   --target "$vehicle/python/Lib/site-packages" "${reqs[@]}"
