@@ -7,16 +7,15 @@ module, so that each finds what the other fetched::
     <cache>/models--ORG--REPO/blobs/<oid>                    a file's bytes, named by hash
     <cache>/models--ORG--REPO/snapshots/<commit>/<path>      -> ../../blobs/<oid> (a link)
 
-A model is named ``org/repo:TAG`` where TAG is the quantization at the end of the GGUF
-file name (``model-Q8_0.gguf`` -> ``Q8_0``; the first shard of a split model). Which file a
-name stands for, which files a listing shows and what a removal deletes follow llama.cpp's
+A model is named ``org/repo:TAG`` where TAG is the quantization at the end of the GGUF file
+name (``model-Q8_0.gguf`` -> ``Q8_0``; the first shard of a split model). Which file a name
+stands for, which files a listing shows and what a removal deletes follow llama.cpp's
 ``common/download.cpp`` and ``common/hf-cache.cpp``, so that both tools agree.
 
-Differences from llama.cpp, on purpose: ``refs/main`` is written only once every file of
-a download is complete (an interrupted download never hides the previous snapshot),
-LFS files are checked against their sha256, and a removal never deletes a file outside
-the repository's ``blobs`` folder, whatever a snapshot link points at.
-"""
+Differences from llama.cpp, on purpose: ``refs/main`` is written only once every file of a
+download is complete (an interrupted download never hides the previous snapshot), LFS files
+are checked against their sha256, and a removal never deletes a file outside the
+repository's ``blobs`` folder, whatever a snapshot link points at."""
 
 from __future__ import annotations
 
@@ -85,20 +84,11 @@ def cache_directory() -> Path:
         ("XDG_CACHE_HOME", "huggingface/hub"),
         ("USERPROFILE" if os.name == "nt" else "HOME", ".cache/huggingface/hub"),
     ):
-        base = os.environ.get(var)
-        if base:
+        if base := os.environ.get(var):
             return Path(base) / sub if sub else Path(base)
-    return _home() / ".cache" / "huggingface" / "hub"
-
-
-def _home() -> Path:
-    """The account's home when the environment names none: the password database's entry
-    on POSIX, as llama.cpp; ``Path.home()`` on Windows, where there is no such database."""
-    if os.name == "nt":
-        return Path.home()
-    import pwd  # POSIX only
-
-    return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    # no HOME: the account's home from the password database on POSIX (as llama.cpp),
+    # the profile folder on Windows; Path.home() looks up either
+    return Path.home() / ".cache/huggingface/hub"
 
 
 def model_endpoint() -> str:
