@@ -26,6 +26,7 @@ if ! command -v x86_64-w64-mingw32-g++-posix >/dev/null || ! command -v wine >/d
     gcc-mingw-w64-x86-64-posix mingw-w64-tools wine64 >/dev/null
 fi
 command -v cmake >/dev/null && command -v ninja >/dev/null || pip install -q cmake ninja
+python -c "import packaging, pybind11" 2>/dev/null || pip install -q packaging pybind11  # make_wheel.py, build.sh
 step "toolchain" "$t"
 
 t=$(date +%s)
