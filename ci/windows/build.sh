@@ -14,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=${1:-build/win64}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 py=${PYLLAMA_WIN_PYTHON:-build/win-python}
 [ -f "$py/libpython313.dll.a" ] || python ci/windows/python_embed.py --dest "$py"
 # a CPython 3.13 for this machine, for CMake's FindPython (pyenv's shims are not usable
@@ -39,7 +40,7 @@ export CCACHE_BASEDIR="$root" CCACHE_SLOPPINESS=time_macros
 cmake -S . -B "$out" -G Ninja "${launcher[@]}" \
   -DCMAKE_TOOLCHAIN_FILE="$root/ci/windows/mingw-w64.cmake" \
   -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_MODULE_LINKER_FLAGS="-L$root/$out/mingw-libs" \
+  -DCMAKE_MODULE_LINKER_FLAGS="-L$out/mingw-libs" \
   -DSKBUILD_PROJECT_VERSION="$(python -c "import tomllib;print(tomllib.load(open('pyproject.toml','rb'))['project']['version'])")" \
   -DPython_EXECUTABLE="$host_python" \
   -DPython_INCLUDE_DIR="$root/$py/include" \
@@ -48,7 +49,7 @@ cmake -S . -B "$out" -G Ninja "${launcher[@]}" \
   -Dpybind11_DIR="$(python -m pybind11 --cmakedir)" \
   -DPYLLAMA_CPU_ALL_VARIANTS=ON -DPYLLAMA_CPU_VARIANTS="x64;haswell" \
   -DGGML_OPENMP=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_CURL=OFF \
-  -DCMAKE_INSTALL_PREFIX="$root/$out/install" >"$out.configure.log" 2>&1 ||
+  -DCMAKE_INSTALL_PREFIX="$out/install" >"$out.configure.log" 2>&1 ||
   { tail -40 "$out.configure.log"; exit 1; }
 [ "${CONFIGURE_ONLY:-0}" = 1 ] && exit 0
 cmake --build "$out" --target _core llama-simple
