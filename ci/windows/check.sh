@@ -67,7 +67,9 @@ rm "$vehicle/python/_wmi.pyd"
 x86_64-w64-mingw32-gcc -O2 -shared -s -o "$vehicle/python/bcryptprimitives.dll" \
   ci/windows/bcryptprimitives.c -ladvapi32
 cp build/win64/bin/*.exe build/win64/bin/*.dll "$vehicle/bin/"
-cp "$vehicle"/python/Lib/site-packages/pyllama/lib/lib*.dll "$vehicle/bin/"  # MinGW's runtime
+for dll in libstdc++-6.dll libgcc_s_seh-1.dll libwinpthread-1.dll; do  # MinGW's runtime
+  cp "$vehicle/python/Lib/site-packages/pyllama/lib/$dll" "$vehicle/bin/"
+done
 step "install into python.org CPython" "$t"
 
 t=$(date +%s)
@@ -76,5 +78,6 @@ step "wine prefix" "$t"
 
 [ "$build_only" = 1 ] && exit 0
 t=$(date +%s)
-PYLLAMA_WIN_VEHICLE="$vehicle" PYLLAMA_REQUIRE_WINDOWS=1 python -m pytest tests/windows -v "$@"
+# pytest's own program, not python -m: that would import the tree's pyllama (no _core)
+PYLLAMA_WIN_VEHICLE="$vehicle" PYLLAMA_REQUIRE_WINDOWS=1 pytest tests/windows -v "$@"
 step "tests/windows" "$t"
