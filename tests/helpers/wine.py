@@ -102,9 +102,9 @@ class Wine:
             start_new_session=True,
         )
 
-        def copy() -> None:
+        def copy() -> None:  # to the program's end; the pipe is closed here, not left to GC
             assert proc.stdout is not None
-            with open(log, "ab") as out:
+            with proc.stdout, open(log, "ab") as out:
                 for line in proc.stdout:
                     out.write(line)
                     out.flush()

@@ -189,49 +189,52 @@ QUESTION = "What is the capital of France? Answer in one word."
 def test_server_answers_the_openai_client(server: str) -> None:
     import openai
 
-    client = openai.OpenAI(base_url=server + "/v1", api_key="none")
-    reply = client.chat.completions.create(
-        model="demo", messages=[{"role": "user", "content": QUESTION}], max_tokens=16, temperature=0
-    )
-    assert reply.choices[0].message.content.strip()
-    streamed = client.chat.completions.create(
-        model="demo",
-        messages=[{"role": "user", "content": QUESTION}],
-        max_tokens=16,
-        temperature=0,
-        stream=True,
-    )
-    text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
-    assert text == reply.choices[0].message.content
+    with openai.OpenAI(base_url=server + "/v1", api_key="none") as client:
+        reply = client.chat.completions.create(
+            model="demo",
+            messages=[{"role": "user", "content": QUESTION}],
+            max_tokens=16,
+            temperature=0,
+        )
+        assert reply.choices[0].message.content.strip()
+        streamed = client.chat.completions.create(
+            model="demo",
+            messages=[{"role": "user", "content": QUESTION}],
+            max_tokens=16,
+            temperature=0,
+            stream=True,
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+        assert text == reply.choices[0].message.content
 
 
 def test_server_answers_the_anthropic_client(server: str) -> None:
     import anthropic
 
-    client = anthropic.Anthropic(base_url=server, api_key="none")
-    reply = client.messages.create(
-        model="demo", max_tokens=16, messages=[{"role": "user", "content": QUESTION}]
-    )
-    assert reply.content[0].text.strip()
-    assert reply.stop_reason in ("end_turn", "max_tokens")
+    with anthropic.Anthropic(base_url=server, api_key="none") as client:
+        reply = client.messages.create(
+            model="demo", max_tokens=16, messages=[{"role": "user", "content": QUESTION}]
+        )
+        assert reply.content[0].text.strip()
+        assert reply.stop_reason in ("end_turn", "max_tokens")
 
 
 def test_server_answers_the_ollama_client(server: str) -> None:
     import ollama
 
-    client = ollama.Client(host=server)
-    reply = client.chat(
-        model="demo",
-        messages=[{"role": "user", "content": QUESTION}],
-        options={"temperature": 0, "num_predict": 16},
-    )
-    assert reply.message.content.strip()
-    chunks = list(
-        client.chat(
+    with ollama.Client(host=server) as client:
+        reply = client.chat(
             model="demo",
             messages=[{"role": "user", "content": QUESTION}],
             options={"temperature": 0, "num_predict": 16},
-            stream=True,
         )
-    )
-    assert "".join(c.message.content for c in chunks) == reply.message.content
+        assert reply.message.content.strip()
+        chunks = list(
+            client.chat(
+                model="demo",
+                messages=[{"role": "user", "content": QUESTION}],
+                options={"temperature": 0, "num_predict": 16},
+                stream=True,
+            )
+        )
+        assert "".join(c.message.content for c in chunks) == reply.message.content
