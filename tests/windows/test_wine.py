@@ -14,14 +14,12 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from helpers.servers import free_port
+from helpers.servers import free_port, wait_healthy
 from helpers.wine import MISSING, Wine, winpath
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING or "")
@@ -163,16 +161,10 @@ def server(wine: Wine, model: str, tmp_path_factory: pytest.TempPathFactory) -> 
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, f"the server exited {proc.returncode}:\n{log.read_text()}"
-            try:
-                if httpx.get(url + "/health", timeout=2.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"not healthy in 180 s:\n{log.read_text()}"
-            time.sleep(0.5)
+        try:
+            wait_healthy(url, proc, timeout=180)
+        except AssertionError as e:
+            raise AssertionError(f"{e}:\n{log.read_text()}") from None
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
