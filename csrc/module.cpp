@@ -9,6 +9,7 @@
 
 #include "bindings.hpp"
 #include "core/backends.hpp"
+#include "build-info.h"
 #include "core/log.hpp"
 #include "llama.h"
 
@@ -40,6 +41,9 @@ PYBIND11_MODULE(_core, m) {
     m.def("set_log_file", &pyllama::log_set_file, py::arg("path"),
           "Also append the echoed llama.cpp lines to this file ('': stop); False if it cannot be opened.");
     m.def("system_info", [] { return std::string(llama_print_system_info()); });
+    // llama-server's build string ("b<build number>-<commit>", its system_fingerprint and
+    // /props build_info), from llama-common built out of the same tree
+    m.def("build_info", [] { return std::string(llama_build_info()); });
     m.def("supports_gpu_offload", &llama_supports_gpu_offload);
     m.def("supports_mmap", &llama_supports_mmap);
     m.def("supports_mlock", &llama_supports_mlock);

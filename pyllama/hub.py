@@ -44,6 +44,7 @@ __all__ = [
     "find_best_model",
     "list_cached",
     "model_endpoint",
+    "preset",
     "remove",
     "resolve",
     "split_info",
@@ -54,6 +55,7 @@ DEFAULT_ENDPOINT = "https://huggingface.co/"
 PARTIAL_SUFFIX = ".downloadInProgress"  # llama.cpp's name for a file being downloaded
 # file names that are not a model of their own but a model's companion
 SIDECARS = ("mmproj", "mtp-", "eagle3-", "dflash-", "dspark-")
+PRESET_FILE = "preset.ini"  # a repository of presets, not of a model (llama.cpp's download.cpp)
 DEFAULT_TAGS = ("Q4_K_M", "Q8_0")  # tried in order when a name has no tag
 ATTEMPTS = 3
 CHUNK = 1 << 20
@@ -618,32 +620,79 @@ def download(
             ggufs = ", ".join(p for p in by_path if p.endswith(".gguf")) or "none"
             want = f"tag {tag}" if tag else "a model"
             raise HubError(f"{repo} has no GGUF file for {want} (GGUF files: {ggufs})")
-        repo_dir = _repo_dir(repo)
-        snapshot = repo_dir / "snapshots" / commit
         # as llama-server's -hf: the projector beside the model comes with it
         mmproj = None if filename else find_best_mmproj(list(by_path), primary)
-        for rel in _shards(list(by_path), primary) + ([mmproj] if mmproj else []):
-            want_file = by_path[rel]
-            url = f"{base}{repo}/resolve/{commit}/{quote(rel, safe='/')}"
-            final = snapshot / rel
-            if final.exists():
-                size = final.stat().st_size
-                report(url, size, size)
-                continue
-            blob = repo_dir / "blobs" / want_file.oid if want_file.oid else final
-            if not blob.exists():
-                _pull(client, url, blob, want_file, report, stop)
-            else:
-                size = blob.stat().st_size
-                report(url, size, size)
-            if blob != final:
-                if final.is_symlink():  # a link to a blob that is gone
-                    final.unlink()
-                _link(blob, final)
-        # the snapshot becomes the one the cache shows only now that it is whole
-        ref = repo_dir / "refs" / branch
-        ref.parent.mkdir(parents=True, exist_ok=True)
-        tmp = ref.with_name(ref.name + ".tmp")
-        tmp.write_text(commit)
-        os.replace(tmp, ref)
-        return snapshot / primary
+        rels = _shards(list(by_path), primary) + ([mmproj] if mmproj else [])
+        return _fetch(
+            client, base, repo, (branch, commit), [by_path[r] for r in rels], report, stop
+        )[0]
+
+
+def _fetch(
+    client: httpx.Client,
+    base: str,
+    repo: str,
+    ref: tuple[str, str],
+    files: list[_HubFile],
+    report: Progress,
+    stop: Cancel,
+) -> list[Path]:
+    """Bring ``files`` of ``repo`` at ``ref`` (branch, commit) into the cache; their paths
+    in the snapshot, which the branch names only once all are there."""
+    branch, commit = ref
+    repo_dir = _repo_dir(repo)
+    snapshot = repo_dir / "snapshots" / commit
+    out = []
+    for want_file in files:
+        rel = want_file.path
+        url = f"{base}{repo}/resolve/{commit}/{quote(rel, safe='/')}"
+        final = snapshot / rel
+        out.append(final)
+        if final.exists():
+            size = final.stat().st_size
+            report(url, size, size)
+            continue
+        blob = repo_dir / "blobs" / want_file.oid if want_file.oid else final
+        if not blob.exists():
+            _pull(client, url, blob, want_file, report, stop)
+        else:
+            size = blob.stat().st_size
+            report(url, size, size)
+        if blob != final:
+            if final.is_symlink():  # a link to a blob that is gone
+                final.unlink()
+            _link(blob, final)
+    # the snapshot becomes the one the cache shows only now that it is whole
+    ref_file = repo_dir / "refs" / branch
+    ref_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = ref_file.with_name(ref_file.name + ".tmp")
+    tmp.write_text(commit)
+    os.replace(tmp, ref_file)
+    return out
+
+
+def preset(name: str, *, offline: bool = False, token: str | None = None) -> Path | None:
+    """The ``preset.ini`` at the root of ``org/repo`` (fetched into the cache), or None when
+    the repository has none: llama-server's ``-hf`` of such a repository starts a router
+    over the presets it names instead of loading a model. Offline, or with the hub out of
+    reach, the cached copy if any."""
+    repo, _ = split_repo_tag(name)
+    cached = None
+    for _repo, snapshot in _cached_repos(repo):
+        cached = _cached_files(snapshot).get(PRESET_FILE)
+    if offline:
+        return cached
+    base = model_endpoint()
+    token = os.environ.get("HF_TOKEN") if token is None else token
+    with _client(token) as client:
+        try:
+            branch, commit = _repo_commit(client, base, repo)
+            files = {f.path: f for f in _repo_files(client, base, repo, commit)}
+        except (HubError, httpx.HTTPError, ValueError):
+            return cached
+        if PRESET_FILE not in files:
+            return None
+        report: Progress = lambda url, done, total: None  # noqa: E731
+        return _fetch(
+            client, base, repo, (branch, commit), [files[PRESET_FILE]], report, lambda: False
+        )[0]

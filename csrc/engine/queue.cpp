@@ -63,8 +63,12 @@ std::shared_ptr<Engine::TaskState> Engine::prepare(TaskParams p) {
         throw ContextSizeError("the request exceeds the available context size, try increasing it", n_prompt, n_ctx_slot_);
     }
     if (!completion && (n_prompt > static_cast<int32_t>(ctx_->n_ubatch()) || n_prompt > n_ctx_slot_)) {
-        throw ContextSizeError("input is too large to process; increase the physical batch size", n_prompt,
-                               std::min<int32_t>(static_cast<int32_t>(ctx_->n_ubatch()), n_ctx_slot_));
+        const int32_t limit = std::min<int32_t>(static_cast<int32_t>(ctx_->n_ubatch()), n_ctx_slot_);
+        // llama-server's words for an input that cannot be split across ubatches
+        throw ContextSizeError("input (" + std::to_string(n_prompt) +
+                                   " tokens) is too large to process. increase the physical batch size "
+                                   "(current batch size: " + std::to_string(limit) + ")",
+                               n_prompt, limit);
     }
     auto t = std::make_shared<TaskState>();
     t->params = std::move(p);

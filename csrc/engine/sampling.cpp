@@ -242,6 +242,7 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
             context_shift(s);
             if (s.task) s.sampled = tok;
         } else {
+            s.truncated = true;  // as llama-server: a reply cut by the full context is truncated
             finish(s, StopReason::Context);
         }
     } else {

@@ -84,7 +84,7 @@ struct Engine::Slot {
     uint64_t last_task_id = 0;    // kept after release, for /slots
     bool has_next_token = false;  // as llama-server's slot: false once the task stopped
     bool has_new_line = false;    // text sent for the running task held a newline
-    bool truncated = false;  // the context was shifted: tokens were dropped
+    bool truncated = false;  // tokens were dropped (context shift) or the context ran out
     llama_token sampled = -1;
     int32_t i_batch = -1;   // output row in the current batch
     int32_t chunk = 0;      // prompt tokens placed in the current batch

@@ -78,7 +78,7 @@ struct Event {
     int32_t n_predicted = 0;
     double t_prompt_ms = 0.0;
     double t_predicted_ms = 0.0;
-    bool truncated = false;        // the context was shifted during the task
+    bool truncated = false;        // the context was shifted, or ran out, during the task
     int32_t n_draft = 0;           // speculative: drafted tokens sent for verification
     int32_t n_draft_accepted = 0;  // of those, accepted
     std::vector<float> embedding;  // embedding / rerank tasks (rerank: the scores)

@@ -22,6 +22,7 @@ from pyllama.server.flags.paths import is_dir, is_file, read_text
 from pyllama.server.flags.sampling import sampling_defaults
 from pyllama.server.flags.speculative import draft_options, ngram_options
 from pyllama.server.http.listen import unsupported
+from pyllama.server.router.mode import choose as choose_mode
 from pyllama.server.settings import GcpSettings, NgramOptions, Settings
 
 __all__ = ["main", "parse_args"]
@@ -178,8 +179,10 @@ def parse_args(
         parser.error("--parallel must be >= 1 (or -1 for auto)")
     if a.sleep_idle_seconds == 0 or a.sleep_idle_seconds < -1:
         parser.error("--sleep-idle-seconds: cannot be 0 or less than -1")
-    router_flags = (a.models_dir, a.models_preset, a.models_max, a.models_autoload)
-    router = a.model is None and any(v is not None for v in router_flags)
+    mode = choose_mode(a)
+    router = mode.router
+    if mode.preset is not None:  # -hf named a repository of presets: they are the models
+        a.models_preset, a.hf_repo, a.hf_file = mode.preset, None, None
     if a.models_dir and not is_dir(a.models_dir):
         parser.error(f"--models-dir '{a.models_dir}' does not exist or is not a directory")
     if a.models_preset and not is_file(a.models_preset):

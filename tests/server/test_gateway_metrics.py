@@ -44,7 +44,11 @@ class Scrape:
         """(cumulative buckets as (le, count) in order, sum, count)."""
         assert self.types[name] == "histogram", name
         buckets = sorted((float(labels["le"]), v) for labels, v in self.labelled(name + "_bucket"))
-        return buckets, self[name + "_sum"], self[name + "_count"]
+        # one series, labelled with the model's name as vLLM labels its histograms
+        [(sum_labels, total)] = self.labelled(name + "_sum")
+        [(count_labels, count)] = self.labelled(name + "_count")
+        assert set(sum_labels) == set(count_labels) == {"model_name"}, sum_labels
+        return buckets, total, count
 
 
 def scrape(url: str) -> Scrape:

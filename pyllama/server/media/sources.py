@@ -51,8 +51,9 @@ def _local_file(url: str, media_path: str | None) -> bytes:
         raise APIError(400, "file:// URLs are not allowed unless --media-path is specified")
     rel = url[len("file://") :]
     root = Path(media_path).resolve()
-    target = (root / rel).resolve()
-    if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts or root not in target.parents:
+    # as llama-server (media_path + path): leading slashes stay under --media-path
+    target = (root / rel.lstrip("/")).resolve()
+    if not rel.lstrip("/") or Path(rel.lstrip("/")).is_absolute() or ".." in Path(rel).parts or root not in target.parents:
         raise APIError(400, f"file path is not allowed: {rel}")
     try:
         if target.stat().st_size > MAX_FILE_BYTES:

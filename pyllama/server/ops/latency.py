@@ -73,15 +73,16 @@ class Histogram:
         self.sum += value
         self.count += 1
 
-    def lines(self, name: str, help_: str) -> list[str]:
+    def lines(self, name: str, help_: str, labels: str) -> list[str]:
+        """``labels``: the series' labels (``a="x",b="y"``), before each bucket's ``le``."""
         out = [f"# HELP {name} {help_}", f"# TYPE {name} histogram"]
         total = 0
         for edge, n in zip(self.edges, self.counts):
             total += n
-            out.append(f'{name}_bucket{{le="{edge}"}} {total}')
-        out.append(f'{name}_bucket{{le="+Inf"}} {self.count}')
-        out.append(f"{name}_sum {self.sum}")
-        out.append(f"{name}_count {self.count}")
+            out.append(f'{name}_bucket{{{labels},le="{edge}"}} {total}')
+        out.append(f'{name}_bucket{{{labels},le="+Inf"}} {self.count}')
+        out.append(f"{name}_sum{{{labels}}} {self.sum}")
+        out.append(f"{name}_count{{{labels}}} {self.count}")
         return out
 
 
@@ -108,29 +109,41 @@ class RequestTimings:
         if n >= 2 and stream.t_first is not None:
             self.tpot.observe((now - stream.t_first) / (n - 1))
 
-    def lines(self, prefix: str = "llamacpp:") -> list[str]:
+    def lines(self, model_name: str, prefix: str = "llamacpp:") -> list[str]:
+        """The four histograms, each series labelled ``model_name`` as vLLM labels its own
+        (dashboards made for vLLM filter on it)."""
+        labels = 'model_name="' + label_value(model_name) + '"'
         return [
             *self.ttft.lines(
                 prefix + "time_to_first_token_seconds",
                 "Histogram of time to first token in seconds: submit to the engine to the "
                 "first token (vLLM: vllm:time_to_first_token_seconds).",
+                labels,
             ),
             *self.tpot.lines(
                 prefix + "time_per_output_token_seconds",
                 "Histogram of the mean time per output token of each request in seconds: "
                 "(e2e - ttft) / (generated tokens - 1), requests of 2 tokens or more "
                 "(vLLM: vllm:request_time_per_output_token_seconds).",
+                labels,
             ),
             *self.e2e.lines(
                 prefix + "e2e_request_latency_seconds",
                 "Histogram of end-to-end request latency in seconds: submit to the engine "
                 "to its last event, cancelled requests included (vLLM: "
                 "vllm:e2e_request_latency_seconds).",
+                labels,
             ),
             *self.queue.lines(
                 prefix + "request_queue_time_seconds",
                 "Histogram of time spent waiting for a slot in seconds: e2e minus the "
                 "slot's prompt and generation times the engine reports (vLLM: "
                 "vllm:request_queue_time_seconds, time in WAITING).",
+                labels,
             ),
         ]
+
+
+def label_value(value: str) -> str:
+    """A Prometheus label value, escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyllama.server.ops.latency import label_value
+
 if TYPE_CHECKING:
     from pyllama.engine import AsyncEngine
     from pyllama.server.state import ServerState
@@ -86,24 +88,20 @@ def load_of(engine: AsyncEngine, adapters: list[str]) -> Load:
     )
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _lora_lines(adapters: list[str], load: Load) -> list[str]:
+def _lora_lines(adapters: list[str], load: Load, since: float) -> list[str]:
     name = "llamacpp:lora_requests_info"
     labels = (
         f'max_lora="{len(adapters)}",'
-        f'waiting_lora_adapters="{_label(",".join(load.waiting))}",'
-        f'running_lora_adapters="{_label(",".join(load.running))}"'
+        f'waiting_lora_adapters="{label_value(",".join(load.waiting))}",'
+        f'running_lora_adapters="{label_value(",".join(load.running))}"'
     )
     return [
         f"# HELP {name} Running stats on LoRA requests (vLLM: vllm:lora_requests_info): "
         "max_lora = adapters loaded; running_lora_adapters / waiting_lora_adapters = the "
         "adapters (file stems) used with a non-zero scale by requests in a slot / waiting "
-        "for one; the value is the Unix time of the scrape.",
+        "for one; the value is the Unix time a scrape first saw these lists.",
         f"# TYPE {name} gauge",
-        f"{name}{{{labels}}} {time.time()}",
+        f"{name}{{{labels}}} {since}",
     ]
 
 
@@ -117,8 +115,8 @@ def render(state: ServerState) -> str:
         m = engine.engine.metrics()
         load = load_of(engine, adapters)
     lines = state.metrics_book.scrape(m, load)
-    lines += _lora_lines(adapters, load)
-    lines += state.request_timings.lines()
+    lines += _lora_lines(adapters, load, state.metrics_book.lora_since(load))
+    lines += state.request_timings.lines(state.model_name)
     return "\n".join(lines) + "\n"
 
 
@@ -128,6 +126,16 @@ class MetricsBook:
         self._carry["n_tokens_max"] = 0
         self._frozen: dict[str, Any] | None = None  # an engine's last numbers, while asleep
         self._window = dict.fromkeys(("n_prompt", "t_prompt", "n_pred", "t_pred"), 0.0)
+        # lora_requests_info's value: when its lists last changed, so that scrapes of an
+        # idle (or sleeping) server read the same text, as llama-server's do
+        self._lora: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._lora_since = 0.0
+
+    def lora_since(self, load: Load) -> float:
+        lists = (load.running, load.waiting)
+        if lists != self._lora:
+            self._lora, self._lora_since = lists, time.time()
+        return self._lora_since
 
     def retire(self, engine_metrics: dict[str, Any]) -> None:
         """An engine is being freed (sleep): keep its totals and its last gauges."""

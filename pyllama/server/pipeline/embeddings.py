@@ -12,7 +12,7 @@ from pyllama.server.http.errors import APIError
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.state import ServerState
 
-__all__ = ["embed"]
+__all__ = ["embed", "pooled"]
 
 
 async def embed(
@@ -21,20 +21,45 @@ async def embed(
     inputs: Any,
     normalize: int | None,
     kind: _core.TaskKind = _core.TaskKind.EMBEDDING,
-) -> tuple[list[list[float]], list[int]]:
+) -> tuple[list[list[list[float]]], list[int]]:
+    """Each input's rows (one pooled vector, or one a token with ``--pooling none``) and
+    each input's token count."""
     if not (state.settings.embeddings or state.settings.reranking):
         raise APIError(501, "This server does not support embeddings. Start it with `--embeddings`")
     model, _ = state.require()
     if inputs is None:
         raise APIError(400, "'input' or 'content' is required")
     prompts = tasks.tokenize_prompts(model, inputs)
+    if normalize is None:
+        normalize = state.settings.embd_normalize
+    if state.settings.pooling == "none":
+        normalize = -1  # as llama-server: each token's raw row, never normalized
     jobs = []
     for p in prompts:
         t = _core.TaskParams()
         t.kind = kind
         t.prompt = p
-        t.embd_normalize = state.settings.embd_normalize if normalize is None else normalize
+        t.embd_normalize = normalize
         jobs.append(t)
     streams = tasks.submit(state, jobs)
     done = await results.collect(streams, 1, request.receive)
-    return [list(r.final.embedding) for r in done if r.final is not None], [len(p) for p in prompts]
+    return [_rows(r.final) for r in done if r.final is not None], [len(p) for p in prompts]
+
+
+def _rows(final: _core.Event) -> list[list[float]]:
+    """An input's vectors: one pooled row, or one a token with ``--pooling none``."""
+    flat = list(final.embedding)
+    n = max(1, final.n_embd_rows)
+    width = len(flat) // n
+    return [flat[i * width : (i + 1) * width] for i in range(n)]
+
+
+def pooled(state: ServerState, rows: list[list[list[float]]], route: str) -> list[list[float]]:
+    """One vector an input, for the protocols that have no room for a token's rows."""
+    if state.settings.pooling == "none":
+        raise APIError(
+            400,
+            f"{route} answers one vector an input; pooling type 'none' gives one a token: "
+            "start the server with another --pooling, or use /embeddings",
+        )
+    return [r[0] for r in rows]

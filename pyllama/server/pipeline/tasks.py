@@ -281,13 +281,20 @@ def backend_sampling(
 _prompt_count = itertools.count()
 
 
+def prompt_text(model: _core.Model, prompt: Prompt) -> str:
+    """A prompt's tokens as text, special tokens (BOS...) written out: llama-server's
+    ``prompt`` field of a result (``tokens.detokenize(ctx, true)``); media left out."""
+    ids = list(prompt.tokens) if isinstance(prompt, _core.MediaPrompt) else list(prompt)
+    text = model.detokenize([t for t in ids if t >= 0], False, True)
+    return text.decode("utf-8", errors="replace")
+
+
 def log_prompts(directory: str, model: _core.Model, prompts: Sequence[Prompt]) -> None:
     """--log-prompts-dir: each prompt as text, one file per task (debugging aid)."""
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     for tokens in prompts:
-        ids = list(tokens.tokens) if isinstance(tokens, _core.MediaPrompt) else list(tokens)
-        text = model.detokenize([t for t in ids if t >= 0], False, True)
+        text = prompt_text(model, tokens).encode()
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_prompt_count):06d}.txt"
         (folder / name).write_bytes(text)
 
@@ -316,6 +323,8 @@ def submit(state: ServerState, tasks: list[_core.TaskParams]) -> list[TaskStream
         streams = engine.submit_many(tasks)
         return streams
     except _core.ContextSizeError as e:
+        if tasks and tasks[0].kind != _core.TaskKind.COMPLETION:  # an input too large for a ubatch
+            raise APIError(400, str(e), "exceed_context_size_error") from e
         raise APIError(
             400,
             "the request exceeds the available context size, try increasing it",

@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from pyllama import _core
 from pyllama.server.http.auth import ApiKeyMiddleware
 from pyllama.server.http.errors import APIError, handle_api_error, handle_http_error
 from pyllama.server.http.multipart import parse_form
@@ -137,7 +138,7 @@ async def props(request: Request) -> Response:
             "model_path": "none",
             "default_generation_settings": {"params": {}, "n_ctx": 0},
             "ui_settings": s.ui_config or {},  # --webui-config, for the chat page
-            "build_info": "b-pyllama",
+            "build_info": _core.build_info(),
         }
     )
 

@@ -195,7 +195,15 @@ async def run_completion(
         )
     done = await results.collect(streams, req.n_cmpl, request.receive)
     out = [
-        native_final(state, r, len(prompts[i // req.n_cmpl]), req, False, sampling=opts.sampling)
+        native_final(
+            state,
+            r,
+            len(prompts[i // req.n_cmpl]),
+            req,
+            False,
+            tasks.prompt_text(state.require()[0], prompts[i // req.n_cmpl]),
+            opts.sampling,
+        )
         for i, r in enumerate(done)
     ]
     for i, o in enumerate(out):
@@ -251,7 +259,8 @@ async def _stream(
             yield sse(chunk)
         else:
             r = results.Result(index, final=ev)
-            yield sse(native_final(state, r, len(prompts[i]), req, True, sampling=sampling))
+            text = tasks.prompt_text(state.require()[0], prompts[i])
+            yield sse(native_final(state, r, len(prompts[i]), req, True, text, sampling))
 
 
 async def tokenize(request: Request) -> Response:
@@ -349,7 +358,7 @@ async def props(request: Request) -> Response:
         "chat_template": state.template.source,
         "bos_token": state.bos_text,
         "eos_token": state.eos_text,
-        "build_info": "pyllama",
+        "build_info": _core.build_info(),
         "is_sleeping": state.sleeping,
         "cors_proxy_enabled": s.ui_mcp_proxy,
     }

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import json_response, parse
-from pyllama.server.pipeline.embeddings import embed
+from pyllama.server.pipeline.embeddings import embed, pooled
 from pyllama.server.protocols.ollama.convert import Clock, options
 from pyllama.server.protocols.ollama.schemas import EmbeddingsRequest, EmbedRequest
 from pyllama.server.state import ServerState
@@ -51,7 +51,8 @@ async def embed_route(request: Request) -> Response:
     texts = [req.input] if isinstance(req.input, str) else req.input
     if not texts or not all(texts):
         raise APIError(400, "'input' must be a non-empty string or a list of them")
-    vectors, sizes = await embed(state, request, _tokens(state, texts, req.truncate), 2)
+    rows, sizes = await embed(state, request, _tokens(state, texts, req.truncate), 2)
+    vectors = pooled(state, rows, "/api/embed")
     return json_response(
         {
             "model": req.model or state.model_name,
@@ -68,8 +69,8 @@ async def embeddings(request: Request) -> Response:
     state: ServerState = request.app.state.pyllama
     req = await parse(request, EmbeddingsRequest)
     options(state, req.options)
-    vectors, _ = await embed(state, request, _tokens(state, [req.prompt], True), -1)
-    return json_response({"embedding": vectors[0]})
+    rows, _ = await embed(state, request, _tokens(state, [req.prompt], True), -1)
+    return json_response({"embedding": pooled(state, rows, "/api/embeddings")[0]})
 
 
 ROUTES: list[tuple[str, Any, list[str]]] = [

@@ -19,7 +19,7 @@ from pyllama.server.http.wire import json_body, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.deltas import ChatDeltas
-from pyllama.server.pipeline.embeddings import embed
+from pyllama.server.pipeline.embeddings import embed, pooled
 from pyllama.server.pipeline.turn import ChatCall, ChatTurn, finish_reason, plan_call, start_chat
 from pyllama.server.protocols.native.routes import native_final
 from pyllama.server.protocols.openai import transcriptions
@@ -44,7 +44,7 @@ def _envelope(state: ServerState, kind: str, prefix: str) -> dict[str, Any]:
         "object": kind,
         "created": int(time.time()),
         "model": state.model_name,
-        "system_fingerprint": "pyllama",
+        "system_fingerprint": _core.build_info(),  # llama-server's "b<N>-<commit>"
     }
 
 
@@ -273,7 +273,13 @@ async def chat_completions(request: Request) -> Response:
         out["timings"] = results.timings(finals[0])
     if req.verbose if req.verbose is not None else state.settings.verbose:
         out["__verbose"] = native_final(
-            state, done[0], turn.n_prompt, req, False, turn.plan.prompt, turn.sampling
+            state,
+            done[0],
+            turn.n_prompt,
+            req,
+            False,
+            tasks.prompt_text(state.require()[0], turn.plan.tokens),
+            turn.sampling,
         )
     return json_response(out)
 
@@ -358,9 +364,10 @@ async def embeddings_oai(request: Request) -> Response:
         raise APIError(
             400, "Pooling type 'none' is not OAI compatible. Please use a different pooling type"
         )
-    vectors, sizes = await embed(
+    rows, sizes = await embed(
         state, request, req.input if req.input is not None else req.content, req.embd_normalize
     )
+    vectors = pooled(state, rows, "/v1/embeddings")
     data = []
     for i, v in enumerate(vectors):
         emb: Any = v
@@ -381,10 +388,10 @@ async def embeddings_oai(request: Request) -> Response:
 async def embeddings_native(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, EmbeddingRequest)
-    vectors, _ = await embed(
+    rows, _ = await embed(
         state, request, req.content if req.content is not None else req.input, req.embd_normalize
     )
-    return json_response([{"index": i, "embedding": [v]} for i, v in enumerate(vectors)])
+    return json_response([{"index": i, "embedding": r} for i, r in enumerate(rows)])
 
 
 ROUTES: list[tuple[str, Any, list[str]]] = [
