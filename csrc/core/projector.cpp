@@ -61,6 +61,18 @@ llama_token placeholder(uint64_t h, size_t i) {
     return -2 - static_cast<llama_token>(z & 0x3fffffff);
 }
 
+// A MediaChunk owning `ch` (an image or audio chunk of libmtmd's), `start` left 0.
+MediaChunk media_chunk(mtmd_input_chunk * ch) {
+    MediaChunk m;
+    m.chunk = std::shared_ptr<mtmd_input_chunk>(ch, &mtmd_input_chunk_free);
+    m.n_tokens = mtmd_input_chunk_get_n_tokens(ch);
+    m.n_pos = mtmd_input_chunk_get_n_pos(ch);
+    m.audio = mtmd_input_chunk_get_type(ch) == MTMD_INPUT_CHUNK_TYPE_AUDIO;
+    const char * id = mtmd_input_chunk_get_id(ch);
+    m.id = id ? id : "";
+    return m;
+}
+
 void check_image_size(const std::string & file, size_t index) {
     int w = 0, h = 0, comp = 0;
     const auto * buf = reinterpret_cast<const stbi_uc *>(file.data());
@@ -163,19 +175,21 @@ MediaPrompt Projector::tokenize(const std::string & text, const std::vector<std:
             out.tokens.insert(out.tokens.end(), t, t + n);
             continue;
         }
-        MediaChunk m;
+        MediaChunk m = media_chunk(mtmd_input_chunk_copy(ch));
         m.start = out.tokens.size();
-        m.n_tokens = mtmd_input_chunk_get_n_tokens(ch);
-        m.n_pos = mtmd_input_chunk_get_n_pos(ch);
-        m.audio = type == MTMD_INPUT_CHUNK_TYPE_AUDIO;
-        const char * id = mtmd_input_chunk_get_id(ch);
-        m.id = id ? id : "";
-        m.chunk = std::shared_ptr<mtmd_input_chunk>(mtmd_input_chunk_copy(ch), &mtmd_input_chunk_free);
         const uint64_t h = hex64(m.id);
-        for (size_t i = 0; i < m.n_tokens; ++i) out.tokens.push_back(placeholder(h, i));
+        for (size_t i = 0; i < m.n_tokens; ++i) out.tokens.push_back(pyllama::placeholder(h, i));
         out.media.push_back(std::move(m));
     }
     return out;
+}
+
+llama_token Projector::placeholder(const std::string & id, size_t i) { return pyllama::placeholder(hex64(id), i); }
+
+MediaChunk Projector::load_chunk(const char * data, size_t size) {
+    mtmd_input_chunk * ch = mtmd_input_chunk_load(data, size);
+    if (ch == nullptr) throw LlamaError("a medium in the slot file cannot be loaded");
+    return media_chunk(ch);
 }
 
 void Projector::decode(llama_context * lctx, const MediaChunk & m, float * embd, llama_pos pos, llama_seq_id seq,

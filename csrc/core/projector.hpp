@@ -82,6 +82,12 @@ public:
                 int32_t n_batch);
 
     static bool is_placeholder(llama_token t) { return t < -1; }
+    // Token i of the placeholders a medium with this id (its file's hash) stands as in a
+    // prompt: equal ids give equal runs, so prompts sharing a file share a prefix.
+    static llama_token placeholder(const std::string & id, size_t i);
+    // A medium of a slot file (libmtmd's saved chunk): its MediaChunk, `start` left 0.
+    // Throws LlamaError when the bytes are not a chunk libmtmd can load.
+    static MediaChunk load_chunk(const char * data, size_t size);
 
 private:
     friend class MediaBatch;  // its mtmd_batch belongs to ctx_

@@ -19,6 +19,9 @@ size_t Engine::drop_kv(Slot & s, size_t keep) {
     }
     if (keep == 0) s.pos_delta = 0;
     if (s.cache.size() > keep) s.cache.resize(keep);
+    while (!s.media_cached.empty() && s.media_cached.back().start + s.media_cached.back().n_tokens > keep) {
+        s.media_cached.pop_back();
+    }
     s.d_past = std::min(s.d_past, keep);
     return keep;
 }

@@ -149,6 +149,7 @@ bool Engine::step() {
                 if (c->state != Slot::State::Waiting || c->parent != s.get()) continue;
                 ctx_->seq_cp(s->id, c->id, -1, -1);
                 c->cache = s->cache;
+                c->media_cached = s->media_cached;
                 c->n_past = s->n_past;
                 c->n_cached = s->n_cached;
                 c->pos_delta = s->pos_delta;

@@ -3,10 +3,13 @@
 
 #include "engine/engine.hpp"
 
+#include <cstdint>
 #include <future>
 #include <stdexcept>
 
 #include "engine/slot.hpp"
+#include "core/log.hpp"
+#include "engine/slot_tokens.hpp"
 #include "reasoning-budget.h"
 #include "engine/util.hpp"
 
@@ -22,7 +25,7 @@ size_t Engine::save_slot(int32_t id, const std::string & path) {
         if (id < 0 || id >= params_.n_parallel) throw std::out_of_range("slot id out of range");
         Slot & s = *slots_[static_cast<size_t>(id)];
         if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
-        ctx_->seq_state_save(path, id, s.cache);
+        ctx_->seq_state_save(path, id, pack_slot_tokens(s.cache, s.media_cached));
         return s.cache.size();
     });
 }
@@ -33,7 +36,20 @@ size_t Engine::restore_slot(int32_t id, const std::string & path) {
         Slot & s = *slots_[static_cast<size_t>(id)];
         if (s.state != Slot::State::Idle) throw std::runtime_error("slot " + std::to_string(id) + " is busy");
         drop_kv(s, 0);
-        s.cache = ctx_->seq_state_load(path, id, static_cast<size_t>(n_ctx_slot_));
+        SlotTokens got;
+        try {
+            // the packed list may outgrow the slot (media bytes): its tokens are checked below
+            got = unpack_slot_tokens(ctx_->seq_state_load(path, id, SIZE_MAX), projector_ != nullptr);
+            if (got.tokens.size() > static_cast<size_t>(n_ctx_slot_)) {
+                throw LlamaError("Restored prompt does not fit in the slot context");
+            }
+        } catch (...) {
+            ctx_->seq_rm(id, -1, -1);  // what was read into the sequence goes with the failure
+            throw;
+        }
+        s.cache = std::move(got.tokens);
+        s.media_cached = std::move(got.media);
+        for (const auto & m : s.media_cached) s.pos_delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
         publish();  // callers see the new state as soon as the call returns
         return s.cache.size();
     });

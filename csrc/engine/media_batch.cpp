@@ -66,6 +66,7 @@ bool Engine::eval_media(Slot & s) {
     const auto & prompt = s.prompt();
     const auto at = prompt.begin() + static_cast<std::ptrdiff_t>(m.start);
     s.cache.insert(s.cache.end(), at, at + static_cast<std::ptrdiff_t>(m.n_tokens));
+    s.media_cached.push_back(m);
     s.n_past += m.n_tokens;
     s.pos_delta += m.n_pos - static_cast<llama_pos>(m.n_tokens);
     ++s.media_next;

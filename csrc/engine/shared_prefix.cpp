@@ -65,6 +65,10 @@ void Engine::copy_prefix(Slot & from, Slot & to, size_t len) {
         ctx_->seq_rm(to.id, end, -1);
     }
     to.cache.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(len));
+    to.media_cached.clear();
+    for (const auto & m : to.task->params.media) {
+        if (m.start + m.n_tokens <= len) to.media_cached.push_back(m);
+    }
     to.n_past = len;
     to.pos_delta = mp.delta;
     to.media_next = mp.n_media;

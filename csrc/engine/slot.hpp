@@ -43,6 +43,9 @@ struct Engine::Slot {
     int32_t id = 0;
     State state = State::Idle;
     std::vector<llama_token> cache;  // tokens whose KV is in sequence `id`
+    // the media whose placeholders `cache` holds, in order (a slot file carries them);
+    // entries past a cut are dropped with it, stale ones are skipped when saving
+    std::vector<MediaChunk> media_cached;
     std::vector<Checkpoint> checkpoints;  // oldest first; only where the engine keeps them
     std::shared_ptr<TaskState> task;
     uint32_t index = 0;
