@@ -195,7 +195,9 @@ void Engine::sample_slot(Slot & s, int32_t row, llama_token forced) {
             const size_t k = std::min(n, c.size());
             std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(),
                               [](const auto & a, const auto & b) { return a.p > b.p; });
-            for (size_t i = 0; i < k; ++i) ev.top.push_back({c[i].id, std::log(std::max(c[i].p, 1e-30f))});
+            // a candidate the chain ruled out (p 0: the backend's stages mask, the CPU's
+            // drop) is not listed, so both paths list the same ones, as llama-server
+            for (size_t i = 0; i < k && c[i].p > 0.0f; ++i) ev.top.push_back({c[i].id, std::log(c[i].p)});
             const float p_tok = arr.selected >= 0 ? arr.data[arr.selected].p : 0.0f;
             ev.logprob = std::log(std::max(p_tok, 1e-30f));
         } else {
