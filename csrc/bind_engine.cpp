@@ -353,6 +353,8 @@ void register_engine(py::module_ & m) {
         .def_property_readonly("serves_completions", &Engine::serves_completions,
                                "Completions too: no embeddings, or a model with a KV cache (--embedding on a generative model).")
         .def_property_readonly("serves_embeddings", &Engine::serves_embeddings)
+        .def_property_readonly("pooling", &Engine::pooling,
+                               "The pooling in effect (llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank).")
         .def_property_readonly("warmup_ms", &Engine::warmup_ms, "How long the start-up warm-up took (-1: none ran).")
         .def("set_lora_scales", &Engine::set_lora_scales, py::arg("scales"), py::call_guard<py::gil_scoped_release>())
         .def("slots", [](const Engine & e) {

@@ -1200,6 +1200,11 @@ class Engine:
     def serves_embeddings(self) -> bool:
         ...
     @property
+    def pooling(self) -> int:
+        """
+        The pooling in effect (llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank).
+        """
+    @property
     def warmup_ms(self) -> float:
         """
         How long the start-up warm-up took (-1: none ran).

@@ -86,7 +86,9 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
         if (projector_->model().get() != model_.get()) {
             throw std::invalid_argument("the multimodal projector was loaded for another model");
         }
-        if (embeddings_) throw std::invalid_argument("a multimodal projector is for completions, not embeddings");
+        // a generative model's embeddings may hold media, as llama-server's: the prompt's
+        // last batch gives the rows (or the pooled row); a BERT-like encoder takes none
+        if (embeddings_ && !mixed_) throw std::invalid_argument("a multimodal projector is for generative models, not this embedding model");
         if (p.draft) throw std::invalid_argument("a draft model cannot be used with a multimodal projector (--mmproj)");
         // an image is all or nothing in the KV cache: none can be shifted out in part
         params_.context_shift = false;

@@ -161,6 +161,7 @@ class Engine {
 public:
     bool serves_completions() const { return !embeddings_ || mixed_; }
     bool serves_embeddings() const { return embeddings_; }
+    int32_t pooling() const { return ctx_->pooling(); }  // llama_pooling_type in effect
     // how long the start-up warm-up decode took (-1: none ran)
     double warmup_ms() const { return warmup_ms_; }
     Engine(std::shared_ptr<Model> model, const EngineParams & params);

@@ -20,7 +20,11 @@ namespace pyllama::engine {
 void Engine::check_media(const TaskParams & p, bool completion) const {
     if (!p.media.empty()) {
         if (!projector_) throw std::invalid_argument("multimodal data is not supported by this model (no --mmproj)");
-        if (!completion) throw std::invalid_argument("images and audio are for completions");
+        // embeddings of a prompt with media: a generative model's (llama-server's rows of
+        // the prompt's last batch); a reranker takes none
+        if (!completion && (p.kind != TaskKind::Embedding || !mixed_)) {
+            throw std::invalid_argument("images and audio are for completions and a generative model's embeddings");
+        }
     }
     size_t i = 0;
     for (const auto & m : p.media) {

@@ -9,10 +9,11 @@ from starlette.requests import Request
 
 from pyllama import _core
 from pyllama.server.http.errors import APIError
+from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.state import ServerState
 
-__all__ = ["embed", "pooled"]
+__all__ = ["embed", "pooled", "pooling_none"]
 
 
 async def embed(
@@ -29,16 +30,21 @@ async def embed(
     model, _ = state.require()
     if inputs is None:
         raise APIError(400, "'input' or 'content' is required")
+    # llama-server's JSON prompts with media ({"prompt_string", "multimodal_data"})
+    inputs = await media_prompt.resolve_prompts(state.projector, inputs)
     prompts = tasks.tokenize_prompts(model, inputs)
     if normalize is None:
         normalize = state.settings.embd_normalize
-    if state.settings.pooling == "none":
+    if pooling_none(state):
         normalize = -1  # as llama-server: each token's raw row, never normalized
     jobs = []
     for p in prompts:
         t = _core.TaskParams()
         t.kind = kind
-        t.prompt = p
+        if isinstance(p, _core.MediaPrompt):
+            t.set_prompt(p)
+        else:
+            t.prompt = p
         t.embd_normalize = normalize
         jobs.append(t)
     streams = tasks.submit(state, jobs)
@@ -56,10 +62,16 @@ def _rows(final: _core.Event) -> list[list[float]]:
 
 def pooled(state: ServerState, rows: list[list[list[float]]], route: str) -> list[list[float]]:
     """One vector an input, for the protocols that have no room for a token's rows."""
-    if state.settings.pooling == "none":
+    if pooling_none(state):
         raise APIError(
             400,
             f"{route} answers one vector an input; pooling type 'none' gives one a token: "
             "start the server with another --pooling, or use /embeddings",
         )
     return [r[0] for r in rows]
+
+
+def pooling_none(state: ServerState) -> bool:
+    """``--pooling none``, or a model whose own pooling is none (a generative model's)."""
+    engine = state.engine
+    return state.settings.pooling == "none" or (engine is not None and engine.engine.pooling == 0)

@@ -19,7 +19,7 @@ from pyllama.server.http.wire import json_body, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.deltas import ChatDeltas
-from pyllama.server.pipeline.embeddings import embed, pooled
+from pyllama.server.pipeline.embeddings import embed, pooled, pooling_none
 from pyllama.server.pipeline.turn import ChatCall, ChatTurn, finish_reason, plan_call, start_chat
 from pyllama.server.protocols.native.routes import native_final
 from pyllama.server.protocols.openai import transcriptions
@@ -360,7 +360,7 @@ async def _stream_chat(
 async def embeddings_oai(request: Request) -> Response:
     state = _state(request)
     req = await parse(request, EmbeddingRequest)
-    if state.settings.pooling == "none":
+    if pooling_none(state):
         raise APIError(
             400, "Pooling type 'none' is not OAI compatible. Please use a different pooling type"
         )
