@@ -53,7 +53,12 @@ def _local_file(url: str, media_path: str | None) -> bytes:
     root = Path(media_path).resolve()
     # as llama-server (media_path + path): leading slashes stay under --media-path
     target = (root / rel.lstrip("/")).resolve()
-    if not rel.lstrip("/") or Path(rel.lstrip("/")).is_absolute() or ".." in Path(rel).parts or root not in target.parents:
+    if (
+        not rel.lstrip("/")
+        or Path(rel.lstrip("/")).is_absolute()
+        or ".." in Path(rel).parts
+        or root not in target.parents
+    ):
         raise APIError(400, f"file path is not allowed: {rel}")
     try:
         if target.stat().st_size > MAX_FILE_BYTES:
