@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Run llama.cpp's own llama-server test suite (vendor/llama.cpp/tools/server/tests, pytest,
 # non-slow tests only) against BOTH llama-server built from the same vendor tree (the
-# baseline) and pyllama-server, with a local GGUF standing in for every hub model, and
-# report pass/fail/skip/error per test file side by side (docs/compatibility.md).
+# baseline) and pyllama-server, with the suite's own small hub models served by a local
+# stand-in for the hub, and report pass/fail/skip/error per test file side by side
+# (docs/compatibility.md).
 #
 # usage: ci/peer_tests.sh [--only pyllama|llama-server] [--out FILE] [--workers N]
-#                         [--timeout SECONDS] [--keep] [-- EXTRA_PYTEST_ARGS...]
+#                         [--timeout SECONDS] [--port-base P] [--seed-cache DIR]
+#                         [--report-only] [-- EXTRA_PYTEST_ARGS...]
 #   --only S        run one server only; its results are merged into FILE if FILE already
 #                   holds the other server's (so the two sides can be run separately)
 #   --out FILE      results JSON (per-test outcome + failure message, both servers)
@@ -16,6 +18,11 @@
 #   --port-base P   ports P, P+10, ... for the workers instead of the suite's 8080, 8090, ...
 #                   (default $PEER_PORT_BASE or 8080), e.g. to run the two sides at once:
 #                   ci/peer_tests.sh --only pyllama --port-base 8280 --out B.json &
+#   --seed-cache D  start the run's LLAMA_CACHE as a copy of D, a cache another run left
+#                   (e.g. $PEER_WORK/llama-server/llama-cache, which the next llama-server run
+#                   replaces: copy it first), so that the server downloads only what is
+#                   missing there: a diagnostic for a server whose downloads fail, to see the
+#                   rest of the suite; by default each run starts from an empty cache
 #   --report-only   run nothing: merge the junit files left in PEER_WORK (by an interrupted
 #                   or separately run side) into FILE and print the table
 #   anything after "--" goes to pytest, e.g.  -- unit/test_tokenize.py  or  -- -k infill
@@ -29,19 +36,29 @@
 #                        built with ci/build_peer.sh when missing)
 #   PEER_PYTHON          python that has the suite's requirements (pytest, pytest-xdist,
 #                        requests, openai, ...: tools/server/tests/requirements.txt)
-#                        and, unless PEER_LOCAL_MODEL is set, pyllama (default: python3)
-#   PEER_LOCAL_MODEL     GGUF used for every hub model (default: pyllama.demo_model())
+#                        (default: python3)
+#   PEER_MODELS_PYTHON   python with the gguf package and numpy that writes the models
+#                        (default: PEER_PYTHON when it has them, else python3)
+#   PEER_MODELS_SRC      folder holding the real stories260K.gguf (sha256 pinned below)
+#                        (default /work/shared/peer-models)
+#   PEER_MODELS_CACHE    where the models written from it are kept, each made only when
+#                        missing (default ~/.cache/pyllama/peer-models)
 #   PEER_WORK            scratch dir (default ~/.cache/pyllama/peer-results/work)
 #   PEER_TEST_TIMEOUT    per-test limit in seconds when pytest-timeout is installed (300)
-# Each server runs on its own copy of the suite (so tmp/ files and the LLAMA_CACHE of one
-# run cannot leak into the other), through the same wrapper, ci/peer_server.py, which
-# rewrites --hf-repo/--hf-file/-hf/--model-url/--model-draft... into -m/-md <local gguf>
-# and exec()s the real server. Router mode finds its models in the hub cache instead:
-# each run's LLAMA_CACHE is seeded with copies of the local model under the hub names
-# unit/test_router.py asks for (HUB_SEED), in the layout llama-server downloads into, and
-# a local stand-in for the hub (tests/helpers/fake_hub.py, plain HTTP on a free port, one per run)
-# serves the same names, so that the router's POST /models downloads really download:
-# HF_ENDPOINT and MODEL_ENDPOINT point the servers (and their children) at it.
+# The models: ci/peer_models.py writes a stand-in for each hub model the non-slow tests
+# name (the real stories260K, derived and random models, a LoRA, a projector, test images,
+# a preset.ini), and a local stand-in for the hub (tests/helpers/fake_hub.py, plain HTTP
+# on a free port, one per run) serves them under the suite's repo and file names:
+# HF_ENDPOINT and MODEL_ENDPOINT point the servers (and their children) at it, so both
+# servers download them as they would from the hub, from the suite's own arguments. The
+# hub file URLs the tests fetch themselves (LoRA, draft model, images) are rewritten to it
+# in the run's copy of the suite; since the images the tests have the server fetch are now
+# on 127.0.0.1, not the public hub, PYLLAMA_MEDIA_ALLOW_PRIVATE=1 lets pyllama-server fetch
+# them (it refuses private addresses by default; llama-server has no such rule and ignores
+# the variable). Each server runs on its own copy of the suite (so tmp/
+# files and the LLAMA_CACHE of one run cannot leak into the other), started through
+# ci/peer_server.py, which exec()s the real server with the suite's arguments (adding
+# "--models-max 4", llama-server's default, where no model is given: router mode).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -52,6 +69,7 @@ workers="${PYTEST_WORKERS:-2}"
 run_timeout=3600
 port_base="${PEER_PORT_BASE:-8080}"
 report_only=0
+seed_cache="${PEER_SEED_CACHE:-}"
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -60,6 +78,7 @@ while [ $# -gt 0 ]; do
     --workers) workers="$2"; shift 2 ;;
     --timeout) run_timeout="$2"; shift 2 ;;
     --port-base) port_base="$2"; shift 2 ;;
+    --seed-cache) seed_cache="$2"; shift 2 ;;
     --report-only) report_only=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -67,6 +86,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$only" in ""|pyllama|llama-server) ;; *) echo "--only pyllama|llama-server" >&2; exit 2 ;; esac
+if [ -n "$seed_cache" ]; then
+  [ -d "$seed_cache" ] || { echo "--seed-cache: $seed_cache is not a folder" >&2; exit 2; }
+  seed_cache="$(cd "$seed_cache" && pwd)"
+fi
 
 py="${PEER_PYTHON:-python3}"
 suite="$root/vendor/llama.cpp/tools/server/tests"
@@ -177,12 +200,30 @@ if ! "$py" -c "import pytest, xdist, requests, openai, wget, filelock" 2>/dev/nu
   exit 2
 fi
 
-local_model="${PEER_LOCAL_MODEL:-}"
-if [ -z "$local_model" ]; then
-  local_model="$("$py" -c 'import pyllama; print(pyllama.demo_model())' 2>/dev/null | tail -n1 || true)"
-  [ -n "$local_model" ] || local_model="$(python3 -c 'import pyllama; print(pyllama.demo_model())' | tail -n1)"
+# the real stories260K (tinyllamas, F32): every other model is written from it or at random
+STORIES260K_SHA256=270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d
+models_src="${PEER_MODELS_SRC:-/work/shared/peer-models}"
+models_cache="${PEER_MODELS_CACHE:-$cache/peer-models}"
+stories="$models_src/stories260K.gguf"
+if [ ! -d "$models_src" ] || [ ! -f "$stories" ]; then
+  echo "peer models not found: $stories is missing (the folder $models_src should hold the" >&2
+  echo "real stories260K.gguf, 1,185,376 bytes, sha256 $STORIES260K_SHA256; set PEER_MODELS_SRC)" >&2
+  exit 2
 fi
-[ -f "$local_model" ] || { echo "local model not found: '$local_model' (set PEER_LOCAL_MODEL)" >&2; exit 2; }
+if [ "$(sha256sum "$stories" | cut -d' ' -f1)" != "$STORIES260K_SHA256" ]; then
+  echo "$stories: sha256 is not $STORIES260K_SHA256" >&2; exit 2
+fi
+models_py="${PEER_MODELS_PYTHON:-}"
+if [ -z "$models_py" ]; then
+  if "$py" -c "import gguf, numpy" 2>/dev/null; then models_py="$py"; else models_py=python3; fi
+fi
+hub_args_file="$work/fake-hub.args.$$"
+# the fake hub's --serve arguments, one a line; the models are written when missing
+"$models_py" "$root/ci/peer_models.py" --cache "$models_cache" --stories "$stories" \
+  --sha256 "$STORIES260K_SHA256" >"$hub_args_file" ||
+  { rm -f "$hub_args_file"; echo "ci/peer_models.py could not write the models (into $models_cache)" >&2; exit 2; }
+mapfile -t hub_args <"$hub_args_file"
+rm -f "$hub_args_file"
 
 llama_bin="${LLAMA_SERVER_BIN:-$cache/peer/bin/llama-server}"
 pyllama_bin="${PYLLAMA_SERVER_BIN:-pyllama-server}"
@@ -200,39 +241,16 @@ if [ "$workers" -gt 0 ]; then xdist=(-n "$workers" --dist=worksteal); fi
 to=()
 if "$py" -c "import pytest_timeout" 2>/dev/null; then to=(--timeout "${PEER_TEST_TIMEOUT:-300}"); fi
 
-# Hub models the router tests (unit/test_router.py) find in the server's cache: REPO:TAG FILE.
-# Each file name ends in its tag, so llama.cpp's cache listing names the model REPO:TAG.
-HUB_SEED=(
-  "ggml-org/tinygemma3-GGUF:Q8_0 tinygemma3-Q8_0.gguf"
-  "ggml-org/test-model-stories260K:F32 stories260K-F32.gguf"
-  "ggml-org/test-model-stories260K-infill:F32 stories260K-infill-F32.gguf"
-  "ggml-org/test-model-router-download:F16 test-model-router-download-F16.gguf"
-)
-
-seed_hub_cache() {  # cache-dir: the local model under each HUB_SEED name, in the hub's layout
-  local cache="$1" entry repo file commit dir
-  for entry in "${HUB_SEED[@]}"; do
-    repo="${entry%%:*}"
-    file="${entry#* }"
-    commit="$(printf '%s' "$repo" | sha1sum | cut -c1-40)"  # any 40 hex digits will do
-    dir="$cache/models--${repo//\//--}"
-    mkdir -p "$dir/refs" "$dir/snapshots/$commit"
-    printf '%s' "$commit" >"$dir/refs/main"
-    # a copy, not a link: a test's DELETE /models removes it, never the original
-    cp --reflink=auto "$local_model" "$dir/snapshots/$commit/$file"
-  done
-}
-
 hub_pid=""
 hub_url=""
-start_fake_hub() {  # work-dir: tests/helpers/fake_hub.py serving HUB_SEED; sets hub_pid and hub_url
-  local w="$1" entry serve=() i
-  for entry in "${HUB_SEED[@]}"; do  # its commits are seed_hub_cache's (sha1 of the name)
-    serve+=(--serve "${entry%%:*}=${entry#* }=$local_model")
-  done
+start_fake_hub() {  # work-dir: tests/helpers/fake_hub.py serving hub_args; sets hub_pid and hub_url
+  local w="$1" i
   # its output goes to a file: run_one's stdout is read by $(...), which would wait for it
-  "$py" "$root/tests/helpers/fake_hub.py" --port 0 --port-file "$w/fake-hub.port" "${serve[@]}" \
-    </dev/null >"$w/fake-hub.log" 2>&1 &
+  # --cdn-host: LFS files redirect to another host name, as the hub's do (to its file
+  # store); llama-server's client sometimes loses one of several parallel downloads on a
+  # same-host redirect (tests/helpers/fake_hub.py)
+  "$py" "$root/tests/helpers/fake_hub.py" --port 0 --port-file "$w/fake-hub.port" \
+    --cdn-host localhost "${hub_args[@]}" </dev/null >"$w/fake-hub.log" 2>&1 &
   hub_pid=$!
   for i in $(seq 1 600); do
     if [ -s "$w/fake-hub.port" ]; then
@@ -259,7 +277,10 @@ run_one() {  # name real-server-binary -> prints "name|junit|bin|rc"
   rm -rf "$w"
   # Mirror the layout the tests assume (../../../models/templates, ../../../tools/mtmd).
   mkdir -p "$w/suite/tools/server" "$w/llama-cache"
-  seed_hub_cache "$w/llama-cache"
+  if [ -n "$seed_cache" ]; then
+    echo "== $name: LLAMA_CACHE starts as a copy of $seed_cache" >&2
+    cp -a "$seed_cache/." "$w/llama-cache/"
+  fi
   # run_one runs in a subshell ($(...)): these traps stop its fake hub however it ends
   trap stop_fake_hub EXIT
   trap 'exit 130' INT TERM
@@ -272,10 +293,11 @@ run_one() {  # name real-server-binary -> prints "name|junit|bin|rc"
     grep -q "$port_base + worker_num" "$w/suite/tools/server/tests/conftest.py" ||
       { echo "could not move the suite's ports (conftest.py changed?)" >&2; exit 2; }
   fi
+  # the hub's file URLs in the tests (download_file()'s LoRA and draft, the images): this hub
+  "$models_py" "$root/ci/peer_models.py" rewrite-urls "$w/suite/tools/server/tests" "$hub_url" ||
+    { echo "found no hub URL to rewrite in the suite (its tests changed?)" >&2; exit 2; }
   ln -s "$root/vendor/llama.cpp/models" "$w/suite/models"
   ln -s "$root/vendor/llama.cpp/tools/mtmd" "$w/suite/tools/mtmd"
-  # download_file() keeps a file it finds in tmp/: the draft model of test_speculative.py
-  ln -s "${PEER_LOCAL_DRAFT:-$local_model}" "$w/suite/tools/server/tests/tmp/stories15M-q4_0.gguf"
   for p in $(seq 0 "$(( workers > 0 ? workers - 1 : 0 ))"); do
     port=$((port_base + 10 * p))
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -287,8 +309,8 @@ run_one() {  # name real-server-binary -> prints "name|junit|bin|rc"
   local rc=0
   (cd "$w/suite/tools/server/tests" &&
     LLAMA_SERVER_BIN_PATH="$root/ci/peer_server.py" PEER_REAL_SERVER="$bin" \
-    PEER_LOCAL_MODEL="$local_model" LLAMA_CACHE="$w/llama-cache" PORT="$port_base" \
-    HF_ENDPOINT="$hub_url" MODEL_ENDPOINT="$hub_url" \
+    LLAMA_CACHE="$w/llama-cache" PORT="$port_base" \
+    HF_ENDPOINT="$hub_url" MODEL_ENDPOINT="$hub_url" PYLLAMA_MEDIA_ALLOW_PRIVATE=1 \
     timeout -s INT -k 120 "$run_timeout" "$py" -m pytest -m "not slow" -v -p no:cacheprovider \
       "${xdist[@]}" "${to[@]}" --junitxml="$w/junit.xml" -o junit_family=xunit1 \
       "${extra[@]}" >"$w/pytest.log" 2>&1) || rc=$?

@@ -10,7 +10,8 @@ llama-server built without TLS can reach nothing else)::
     GET  /api/models/ORG/REPO/tree/REV?recursive=true
                                                     the files: type, path, oid, size and, for
                                                     LFS files, lfs {oid (sha256), size}
-    HEAD|GET /ORG/REPO/resolve/REV/PATH             an LFS file: 302 to /cdn/..., with
+    HEAD|GET /ORG/REPO/resolve/REV/PATH             an LFS file: 302 to /cdn/... (or to
+                                                    http://CDN_HOST:PORT/cdn/...), with
                                                     X-Linked-Etag, X-Linked-Size and
                                                     X-Repo-Commit, as the hub; a small file:
                                                     its bytes
@@ -21,13 +22,20 @@ REV is the commit or ``main``. Anything else is a 404 with the hub's ``{"error":
 Every request is recorded (``FakeHub.requests``); the CLI also logs each to stderr.
 
 In tests: ``FakeHub()`` runs in a thread; put ``FakeRepo`` objects in ``hub.repos``.
+``FakeHub(cdn_host="localhost")`` redirects LFS files to that host name (same server) as
+the hub does to its file store, another host: llama.cpp's HTTP client (cpp-httplib) follows
+a redirect to the same host on the same client object and one to another host on a new one;
+several downloads at once (a split model's shards, a model and its projector) sometimes
+lose one (status -1) on the first path, never on the second.
 As a script (ci/peer_tests.sh)::
 
     python tests/helpers/fake_hub.py --port 0 --port-file F --serve ORG/REPO=FILE_NAME=LOCAL_PATH ...
 
-serves each LOCAL_PATH as FILE_NAME of ORG/REPO, at the commit ``commit_for(ORG/REPO)``
-(the sha1 of the name, which the peer harness also gives the snapshots it seeds), writes
-the port it listens on to F once it does, and runs until SIGTERM or SIGINT.
+serves each LOCAL_PATH as FILE_NAME of ORG/REPO (FILE_NAME may hold folders), at the commit
+``commit_for(ORG/REPO)`` (the sha1 of the name), writes the port it listens on to F once
+it does, and runs until SIGTERM or SIGINT. ``--serve`` files are LFS files (listed with an
+lfs block, fetched through the /cdn/ redirect), ``--serve-small`` ones plain git files (as
+the hub keeps a small text file such as a ``preset.ini``), served by ``resolve`` itself.
 """
 
 from __future__ import annotations
@@ -115,8 +123,9 @@ class FakeHub:
     """The hub's API for the repositories in ``repos`` on 127.0.0.1:``port`` (0: a free
     one), answered from a thread per connection; ``url`` has no trailing slash."""
 
-    def __init__(self, port: int = 0, log: bool = False) -> None:
+    def __init__(self, port: int = 0, log: bool = False, cdn_host: str | None = None) -> None:
         self.repos: dict[str, FakeRepo] = {}
+        self.cdn_host = cdn_host
         self.requests: list[Seen] = []
         hub = self
 
@@ -192,7 +201,10 @@ class FakeHub:
             if not f.lfs:  # small files come from the hub itself
                 return self._send_file(h, repo, name, head, {"X-Repo-Commit": repo.commit})
             h.send_response(302)  # as the hub: an LFS file's bytes come from its file store
-            h.send_header("Location", f"/cdn/{repo_id}/{repo.commit}/{quote(name)}")
+            where = f"/cdn/{repo_id}/{repo.commit}/{quote(name)}"
+            if self.cdn_host:
+                where = f"http://{self.cdn_host}:{self.port}{where}"
+            h.send_header("Location", where)
             h.send_header("X-Repo-Commit", repo.commit)
             h.send_header("X-Linked-Etag", f'"{f.sha256()}"')
             h.send_header("X-Linked-Size", str(f.size()))
@@ -289,19 +301,22 @@ class FakeHub:
 # ----------------------------------------------------------------------------------- CLI
 
 
-def _parse_serve(specs: list[str]) -> dict[str, FakeRepo]:
+def _parse_serve(specs: list[str], small: list[str] | None = None) -> dict[str, FakeRepo]:
+    """The repositories of ``--serve`` (LFS) and ``--serve-small`` (plain git) specs."""
     repos: dict[str, FakeRepo] = {}
-    files: dict[Path, FakeFile] = {}  # one per local file: its sha256 is computed once
-    for spec in specs:
+    # one per local file and kind: its sha256 is computed once
+    files: dict[tuple[Path, bool], FakeFile] = {}
+    for spec, lfs in [(s, True) for s in specs] + [(s, False) for s in small or []]:
+        flag = "--serve" if lfs else "--serve-small"
         repo, sep, rest = spec.partition("=")
         name, sep2, local = rest.partition("=")
         if not (sep and sep2 and repo.count("/") == 1 and name and local):
-            raise SystemExit(f"--serve {spec!r}: expected ORG/REPO=FILE_NAME=LOCAL_PATH")
+            raise SystemExit(f"{flag} {spec!r}: expected ORG/REPO=FILE_NAME=LOCAL_PATH")
         path = Path(local)
         if not path.is_file():
-            raise SystemExit(f"--serve {spec!r}: {local} is not a file")
+            raise SystemExit(f"{flag} {spec!r}: {local} is not a file")
         entry = repos.setdefault(repo, FakeRepo({}, commit=commit_for(repo)))
-        entry.files[name] = files.setdefault(path, FakeFile(path))
+        entry.files[name] = files.setdefault((path, lfs), FakeFile(path, lfs=lfs))
     return repos
 
 
@@ -314,15 +329,27 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="ORG/REPO=FILE_NAME=LOCAL_PATH",
-        help="serve LOCAL_PATH as FILE_NAME of ORG/REPO (repeatable)",
+        help="serve LOCAL_PATH as FILE_NAME of ORG/REPO, an LFS file (repeatable)",
+    )
+    ap.add_argument(
+        "--serve-small",
+        action="append",
+        default=[],
+        metavar="ORG/REPO=FILE_NAME=LOCAL_PATH",
+        help="the same, a plain git file (a small text file such as preset.ini)",
+    )
+    ap.add_argument(
+        "--cdn-host",
+        help="redirect LFS files to http://CDN_HOST:PORT/cdn/... (this server under another "
+        "name, e.g. localhost), as the hub to its file store; default: a relative /cdn/...",
     )
     ap.add_argument("--quiet", action="store_true", help="do not log requests to stderr")
     args = ap.parse_args(argv)
-    repos = _parse_serve(args.serve)
+    repos = _parse_serve(args.serve, args.serve_small)
     for repo in repos.values():  # hash now, not while a client waits for the listing
         for f in repo.files.values():
             f.sha256()
-    hub = FakeHub(args.port, log=not args.quiet)
+    hub = FakeHub(args.port, log=not args.quiet, cdn_host=args.cdn_host)
     hub.repos.update(repos)
     if args.port_file:
         tmp = f"{args.port_file}.tmp"
