@@ -84,10 +84,14 @@ def test_cancel_frees_slot_at_once(model):
                     break
             assert eng.slots()[0]["state"] == "generating"
             t0 = time.monotonic()
+            before = eng.metrics()["n_predicted_total"]
             await stream.aclose()
             while eng.slots()[0]["state"] != "idle":
-                assert time.monotonic() - t0 < 1.0, "slot still busy after cancel"
+                assert time.monotonic() - t0 < 60.0, "slot still busy after cancel"
                 await asyncio.sleep(0.01)
+            # "at once" in work, not in time (a busy machine slows both): the loop stops
+            # the task at its next step, a leaked one would run on for ~1000 tokens
+            assert eng.metrics()["n_predicted_total"] - before <= 16
             # the freed slot serves the next request
             _, final = await ae.complete(task(model, "Hi", n=4))
             assert final.n_predicted == 4
