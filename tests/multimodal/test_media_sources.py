@@ -26,9 +26,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = IMAGE
         elif self.path == "/big.bin":
             body = b"\0" * (sources.MAX_REMOTE_BYTES + 1)
-        elif self.path == "/moved":
+        elif self.path in ("/moved", "/loop"):
             self.send_response(302)
-            self.send_header("Location", "/cat.png")
+            self.send_header("Location", "/cat.png" if self.path == "/moved" else "/loop")
             self.end_headers()
             return
         else:
@@ -91,7 +91,8 @@ def test_remote_needs_a_public_address(web: str) -> None:
 def test_remote_download_when_allowed(web: str) -> None:
     assert load(web + "/cat.png", allow_private=True) == IMAGE
     _fails(web + "/missing.png", "HTTP 404", allow_private=True)
-    _fails(web + "/moved", "HTTP 302", allow_private=True)  # redirects are not followed
+    assert load(web + "/moved", allow_private=True) == IMAGE  # as llama-server: followed
+    _fails(web + "/loop", "more than 5 redirects", allow_private=True)
     _fails(web + "/big.bin", "larger than 10 MiB", allow_private=True)
     _fails("http://127.0.0.1:9/x.png", "Failed to download media", allow_private=True)
 
@@ -104,5 +105,7 @@ def test_local_files(tmp_path: Path) -> None:
     assert load("file://a.png", media_path=root) == IMAGE
     _fails("file://a.png", "--media-path")
     _fails("file://../outside.png", "not allowed", media_path=root)
-    _fails("file:///etc/hostname", "not allowed", media_path=root)
+    # as llama-server (media_path + path): leading slashes stay under --media-path
+    _fails("file:///etc/hostname", "cannot be opened", media_path=root)
+    assert load("file:////a.png", media_path=root) == IMAGE
     _fails("file://nope.png", "cannot be opened", media_path=root)

@@ -13,7 +13,7 @@ import binascii
 import ipaddress
 import socket
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from pyllama.server.http.errors import APIError
 
@@ -21,6 +21,7 @@ __all__ = ["MAX_REMOTE_BYTES", "REMOTE_TIMEOUT_S", "decode_base64", "load"]
 
 MAX_REMOTE_BYTES = 10 * 1024 * 1024  # as llama-server
 REMOTE_TIMEOUT_S = 10.0
+MAX_REDIRECTS = 5  # hops a media URL may take
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a --media-path file
 
 
@@ -75,42 +76,59 @@ def _forbidden(ip: str) -> bool:
     return not addr.is_global or addr.is_multicast
 
 
-async def _remote(url: str, allow_private: bool) -> bytes:
-    import httpx
-
+async def _check_host(url: str, allow_private: bool) -> None:
+    """A media URL's scheme and host, and (unless allowed) that no address of the host is
+    private or local; each redirect's target is checked the same way."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise APIError(400, f"Invalid media URL: {url}")
+    if allow_private:
+        return
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    if not allow_private:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                parts.hostname, port, type=socket.SOCK_STREAM
-            )
-        except OSError as e:
-            raise APIError(400, f"Failed to download media: cannot resolve {parts.hostname}") from e
-        bad = sorted({str(info[4][0]) for info in infos if _forbidden(str(info[4][0]))})
-        if bad:
-            raise APIError(
-                400,
-                f"media URL host {parts.hostname} is a private or local address ({bad[0]}): "
-                "refused (--media-allow-private allows it)",
-            )
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            parts.hostname, port, type=socket.SOCK_STREAM
+        )
+    except OSError as e:
+        raise APIError(400, f"Failed to download media: cannot resolve {parts.hostname}") from e
+    bad = sorted({str(info[4][0]) for info in infos if _forbidden(str(info[4][0]))})
+    if bad:
+        raise APIError(
+            400,
+            f"media URL host {parts.hostname} is a private or local address ({bad[0]}): "
+            "refused (--media-allow-private allows it)",
+        )
+
+
+async def _remote(url: str, allow_private: bool) -> bytes:
+    import httpx
+
     data = bytearray()
     try:
         client = httpx.AsyncClient(timeout=REMOTE_TIMEOUT_S, follow_redirects=False)
-        async with client, client.stream("GET", url) as res:
-            if not 200 <= res.status_code < 300:
-                raise APIError(400, f"Failed to download media: HTTP {res.status_code}")
-            async for chunk in res.aiter_bytes():
-                data += chunk
-                if len(data) > MAX_REMOTE_BYTES:
-                    raise APIError(
-                        400, f"Failed to download media: larger than {MAX_REMOTE_BYTES >> 20} MiB"
-                    )
+        async with client:
+            # redirects followed as llama-server follows them (a hub's file goes to its
+            # CDN), each target checked before it is asked
+            for _ in range(MAX_REDIRECTS + 1):
+                await _check_host(url, allow_private)
+                async with client.stream("GET", url) as res:
+                    location = res.headers.get("location")
+                    if res.is_redirect and location:
+                        url = urljoin(url, location)
+                        continue
+                    if not 200 <= res.status_code < 300:
+                        raise APIError(400, f"Failed to download media: HTTP {res.status_code}")
+                    async for chunk in res.aiter_bytes():
+                        data += chunk
+                        if len(data) > MAX_REMOTE_BYTES:
+                            raise APIError(
+                                400,
+                                f"Failed to download media: larger than {MAX_REMOTE_BYTES >> 20} MiB",
+                            )
+                    return bytes(data)
     except httpx.HTTPError as e:
         raise APIError(400, f"Failed to download media: {type(e).__name__}") from e
-    return bytes(data)
+    raise APIError(400, f"Failed to download media: more than {MAX_REDIRECTS} redirects")
 
 
 async def load(url: str, *, media_path: str | None, allow_private: bool) -> bytes:
