@@ -108,4 +108,8 @@ def test_local_files(tmp_path: Path) -> None:
     # as llama-server (media_path + path): leading slashes stay under --media-path
     _fails("file:///etc/hostname", "cannot be opened", media_path=root)
     assert load("file:////a.png", media_path=root) == IMAGE
+    # a link the server's owner put under --media-path is followed, as llama-server does
+    (tmp_path / "media" / "shared").symlink_to(tmp_path)
+    assert load("file://shared/outside.png", media_path=root) == IMAGE
+    _fails("file://shared/../outside.png", "not allowed", media_path=root)
     _fails("file://nope.png", "cannot be opened", media_path=root)

@@ -51,16 +51,13 @@ def _local_file(url: str, media_path: str | None) -> bytes:
     if media_path is None:
         raise APIError(400, "file:// URLs are not allowed unless --media-path is specified")
     rel = url[len("file://") :]
-    root = Path(media_path).resolve()
-    # as llama-server (media_path + path): leading slashes stay under --media-path
-    target = (root / rel.lstrip("/")).resolve()
-    if (
-        not rel.lstrip("/")
-        or Path(rel.lstrip("/")).is_absolute()
-        or ".." in Path(rel).parts
-        or root not in target.parents
-    ):
+    # as llama-server (media_path + path): leading slashes stay under --media-path, and the
+    # path is judged by its text (no "..", no drive or root); links the server's owner put
+    # under --media-path are followed, as llama-server follows them
+    inner = rel.lstrip("/")
+    if not inner or Path(inner).is_absolute() or Path(inner).drive or ".." in Path(inner).parts:
         raise APIError(400, f"file path is not allowed: {rel}")
+    target = Path(media_path) / inner
     try:
         if target.stat().st_size > MAX_FILE_BYTES:
             raise APIError(400, f"file is larger than {MAX_FILE_BYTES >> 20} MiB: {rel}")
