@@ -19,17 +19,9 @@ def _hub(repo_tag: str, hf_file: str | None, offline: bool, token: str | None, f
             cached = hub.resolve(repo, hf_file)
             if cached is not None:
                 return str(cached)
-            info = hub.split_info(hf_file)
-            tag = info.tag if info else ""
-            if not tag:
-                raise hub.HubError(f"cannot tell the quantization of {hf_file}")
-        path = hub.download(f"{repo}:{tag}" if tag else repo, offline=offline, token=token)
-        if hf_file:
-            found = hub.resolve(repo, hf_file)
-            if found is None:
-                raise hub.HubError(f"{repo} has no file {hf_file}")
-            return str(found)
-        return str(path)
+            # that very file (a repository may hold several of one quantization)
+            return str(hub.download(repo, offline=offline, token=token, filename=hf_file))
+        return str(hub.download(f"{repo}:{tag}" if tag else repo, offline=offline, token=token))
     except (hub.HubError, ValueError) as e:
         raise ModelFileError(f"{flag} {repo_tag}: {e}") from e
 

@@ -31,7 +31,14 @@ def fake_hub(smollm_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
         for seed, name in enumerate(("f16", "q8"))
     )
     h = FakeHub()
-    h.repos[REPO] = FakeRepo({"tiny-F16.gguf": FakeFile(f16), "tiny-Q8_0.gguf": FakeFile(q8)})
+    h.repos[REPO] = FakeRepo(
+        {
+            "tiny-F16.gguf": FakeFile(f16),
+            "tiny-Q8_0.gguf": FakeFile(q8),
+            # a second file of the F16 tag in a folder, as ggml-org/models holds several
+            "other/ggml-model-f16.gguf": FakeFile(q8),
+        }
+    )
     yield h
     h.close()
 
@@ -189,3 +196,14 @@ def test_the_embedding_preset_serves_its_model_with_its_flags(
     assert Path(props["model_path"]).name == name
     assert props["total_slots"] == 32
     assert r.status_code == 200, r.text
+
+
+def test_hf_file_is_that_very_file_among_others_of_its_tag(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    env = _env(fake_hub, tmp_path / "cache")
+    args = ("-hf", REPO, "-hff", "other/ggml-model-f16.gguf")
+    with running_server(*args, *BASE, env=env) as url:
+        assert _model_path(url).endswith("other/ggml-model-f16.gguf")
+    with running_server(*args, "--offline", *BASE, env=env) as url:  # then from the cache
+        assert _model_path(url).endswith("other/ggml-model-f16.gguf")
