@@ -56,9 +56,8 @@
 # on 127.0.0.1, not the public hub, PYLLAMA_MEDIA_ALLOW_PRIVATE=1 lets pyllama-server fetch
 # them (it refuses private addresses by default; llama-server has no such rule and ignores
 # the variable). Each server runs on its own copy of the suite (so tmp/
-# files and the LLAMA_CACHE of one run cannot leak into the other), started through
-# ci/peer_server.py, which exec()s the real server with the suite's arguments (adding
-# "--models-max 4", llama-server's default, where no model is given: router mode).
+# files and the LLAMA_CACHE of one run cannot leak into the other), and the suite starts
+# each server itself (LLAMA_SERVER_BIN_PATH) with its own arguments, unchanged.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -308,7 +307,7 @@ run_one() {  # name real-server-binary -> prints "name|junit|bin|rc"
   echo "== $name: $bin  (log: $w/pytest.log)" >&2
   local rc=0
   (cd "$w/suite/tools/server/tests" &&
-    LLAMA_SERVER_BIN_PATH="$root/ci/peer_server.py" PEER_REAL_SERVER="$bin" \
+    LLAMA_SERVER_BIN_PATH="$bin" \
     LLAMA_CACHE="$w/llama-cache" PORT="$port_base" \
     HF_ENDPOINT="$hub_url" MODEL_ENDPOINT="$hub_url" PYLLAMA_MEDIA_ALLOW_PRIVATE=1 \
     timeout -s INT -k 120 "$run_timeout" "$py" -m pytest -m "not slow" -v -p no:cacheprovider \
