@@ -560,7 +560,7 @@ def test_fake_hub_script_answers_what_llama_cpp_asks(smollm_path: str, tmp_path:
             assert time.monotonic() < deadline, "the fake hub never said its port"
             time.sleep(0.05)
         url = f"http://127.0.0.1:{port_file.read_text()}"
-        # the snapshot's commit: what peer_tests.sh seeds (printf %s REPO | sha1sum)
+        # the commit the CLI serves a repository at: the sha1 of its name
         commit = commit_for(repo)
         assert commit == hashlib.sha1(repo.encode()).hexdigest()
         with httpx.Client(timeout=120) as c:
