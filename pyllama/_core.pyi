@@ -1189,6 +1189,11 @@ class Engine:
     def n_parallel(self) -> int:
         ...
     @property
+    def pooling(self) -> int:
+        """
+        The pooling in effect (llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank).
+        """
+    @property
     def projector(self) -> Projector:
         ...
     @property
@@ -1199,11 +1204,6 @@ class Engine:
     @property
     def serves_embeddings(self) -> bool:
         ...
-    @property
-    def pooling(self) -> int:
-        """
-        The pooling in effect (llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank).
-        """
     @property
     def warmup_ms(self) -> float:
         """
@@ -1221,6 +1221,8 @@ def buffer_type_names() -> list[str]:
     """
     Buffer types a tensor override may name: each loaded device's own (CPU, CUDA0 ...).
     """
+def build_info() -> str:
+    ...
 def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.SupportsInt | typing.SupportsIndex) -> Sampler:
     """
     The chain llama-server would build for params (grammar first, then its stage order).
@@ -1254,8 +1256,6 @@ def load_plugin(dir: str) -> list:
     Load a backend plugin's module from its folder; returns the backends it added. RuntimeError with the reason when it cannot load.
     """
 def max_devices() -> int:
-    ...
-def build_info() -> str:
     ...
 def module_dir() -> str:
     """
