@@ -17,12 +17,12 @@ from pyllama.server.flags.cpu import DEFAULT_POLL, cpu_placements, polls_set
 from pyllama.server.flags.http import http_options, unescape
 from pyllama.server.flags.hub import hub_options
 from pyllama.server.flags.logs import log_options
+from pyllama.server.flags.mode import choose as choose_mode
 from pyllama.server.flags.model import model_options
 from pyllama.server.flags.paths import is_dir, is_file, read_text
 from pyllama.server.flags.sampling import sampling_defaults
 from pyllama.server.flags.speculative import draft_options, ngram_options
 from pyllama.server.http.listen import unsupported
-from pyllama.server.router.mode import choose as choose_mode
 from pyllama.server.settings import GcpSettings, NgramOptions, Settings
 
 __all__ = ["main", "parse_args"]

@@ -38,7 +38,7 @@ BASE = ""  # the part every other part may use
 PARTS = {
     "tests/": "test",
     "pyllama/server/": "server",
-    "pyllama/hub.py": "server",  # the hub client: only router mode downloads today
+    "pyllama/hub/": "server",  # the hub client (httpx): the server downloads with it
     "pyllama/convert_bert.py": "convert",
     "pyllama/serve/": "ray",
 }

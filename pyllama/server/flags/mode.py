@@ -32,8 +32,10 @@ def choose(a: argparse.Namespace) -> Mode:
     """``a``: the parsed flags (``model``, ``hf_repo``, ``docker_repo``, ``model_url``,
     ``models_dir``, ``models_preset``, ``models_max``, ``models_autoload``, ``offline``,
     ``hf_token``). May fetch a ``preset.ini`` (as llama-server does at start)."""
-    from pyllama import hub
-
+    try:
+        from pyllama import hub  # httpx: the server extra's, which main() asks for next
+    except ImportError:
+        return Mode(False)
     if a.model is not None:
         return Mode(False)
     if any(v is not None for v in (a.models_dir, a.models_preset, a.models_max, a.models_autoload)):

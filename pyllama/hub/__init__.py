@@ -33,6 +33,15 @@ from urllib.parse import quote
 
 import httpx
 
+from pyllama.hub.names import (
+    SIDECARS,
+    SplitInfo,
+    find_best_mmproj,
+    find_best_model,
+    shards,
+    split_info,
+)
+
 __all__ = [
     "DEFAULT_ENDPOINT",
     "CachedModel",
@@ -41,6 +50,7 @@ __all__ = [
     "SplitInfo",
     "cache_directory",
     "download",
+    "find_best_mmproj",
     "find_best_model",
     "list_cached",
     "model_endpoint",
@@ -54,9 +64,7 @@ __all__ = [
 DEFAULT_ENDPOINT = "https://huggingface.co/"
 PARTIAL_SUFFIX = ".downloadInProgress"  # llama.cpp's name for a file being downloaded
 # file names that are not a model of their own but a model's companion
-SIDECARS = ("mmproj", "mtp-", "eagle3-", "dflash-", "dspark-")
 PRESET_FILE = "preset.ini"  # a repository of presets, not of a model (llama.cpp's download.cpp)
-DEFAULT_TAGS = ("Q4_K_M", "Q8_0")  # tried in order when a name has no tag
 ATTEMPTS = 3
 CHUNK = 1 << 20
 MAX_TREE_PAGES = 100
@@ -125,96 +133,6 @@ def split_repo_tag(name: str) -> tuple[str, str]:
 
 def _repo_dir(repo: str) -> Path:
     return cache_directory() / ("models--" + repo.replace("/", "--"))
-
-
-@dataclass(frozen=True)
-class SplitInfo:
-    prefix: str  # the path without ".gguf" and without "-0000i-of-0000n"
-    tag: str  # upper case; "" when the name ends in none
-    index: int
-    count: int
-
-
-_SPLIT = re.compile(r"(.+)-([0-9]{5})-of-([0-9]{5})", re.IGNORECASE)
-_NAME_TAG = re.compile(r"[-.]([A-Z0-9_]+)\Z", re.IGNORECASE)
-
-
-def split_info(path: str) -> SplitInfo | None:
-    """What a GGUF file name says: its tag and, for a split model, which shard it is."""
-    if not path.endswith(".gguf"):
-        return None
-    prefix, index, count = path[: -len(".gguf")], 1, 1
-    m = _SPLIT.fullmatch(prefix)
-    if m:
-        prefix, index, count = m[1], int(m[2]), int(m[3])
-    m = _NAME_TAG.search(prefix)
-    return SplitInfo(prefix, m[1].upper() if m else "", index, count)
-
-
-def _is_model_file(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name.endswith(".gguf") and not any(
-        word in name for word in ("mmproj", "imatrix", *SIDECARS[1:])
-    )
-
-
-def find_best_model(paths: list[str], tag: str) -> str | None:
-    """The file a name with ``tag`` stands for (llama.cpp's ``find_best_model``): the first
-    model file whose name holds the tag before a ``.`` or ``-``; without a tag, Q4_K_M,
-    then Q8_0, then the first model file. Only a split model's first shard is chosen."""
-
-    def first_shard(path: str) -> bool:
-        info = split_info(path)
-        return info is not None and (info.count <= 1 or info.index == 1)
-
-    for want in (tag,) if tag else DEFAULT_TAGS:
-        pattern = re.compile(re.escape(want) + "[.-]", re.IGNORECASE)
-        for path in paths:
-            if _is_model_file(path) and pattern.search(path) and first_shard(path):
-                return path
-    if not tag:
-        for path in paths:
-            if _is_model_file(path) and first_shard(path):
-                return path
-    return None
-
-
-def _quant_bits(path: str) -> int:
-    info = split_info(path)
-    m = re.search(r"\d+", info.tag if info is not None else "")
-    return int(m.group()) if m else 0
-
-
-def find_best_mmproj(paths: list[str], model: str) -> str | None:
-    """The projector beside ``model`` (llama.cpp's ``find_best_sibling`` for "mmproj"): a
-    ``*mmproj*.gguf`` in the model's folder or one above it, the deepest shared folder
-    first, then the quantization closest to the model's."""
-    model_dir = model.split("/")[:-1]
-    bits = _quant_bits(model)
-    best, best_key = None, (-1, 0)
-    for path in paths:
-        if not path.endswith(".gguf") or "mmproj" not in path:
-            continue
-        sib_dir = path.split("/")[:-1]
-        if model_dir[: len(sib_dir)] != sib_dir:
-            continue  # only the model's folder and the folders above it
-        key = (len(sib_dir), -abs(_quant_bits(path) - bits))
-        if key > best_key:
-            best, best_key = path, key
-    return best
-
-
-def _shards(paths: list[str], primary: str) -> list[str]:
-    """Every file of a split model (just ``primary`` if it is a single file)."""
-    info = split_info(primary)
-    if info is None or info.count <= 1:
-        return [primary]
-    out = []
-    for path in paths:
-        other = split_info(path)
-        if other is not None and (other.prefix, other.count) == (info.prefix, info.count):
-            out.append(path)
-    return out
 
 
 # ----------------------------------------------------------------------------- the cache
@@ -442,6 +360,12 @@ def _repo_files(client: httpx.Client, base: str, repo: str, commit: str) -> list
     return out
 
 
+def _listing(client: httpx.Client, base: str, repo: str) -> tuple[str, str, dict[str, _HubFile]]:
+    """The repository's main branch, its commit and its files by path."""
+    branch, commit = _repo_commit(client, base, repo)
+    return branch, commit, {f.path: f for f in _repo_files(client, base, repo, commit)}
+
+
 def _link(blob: Path, final: Path) -> None:
     """Make ``final`` (in the snapshot) show ``blob``: a relative link, as the hub's own
     tools make, or the file itself moved there where links cannot be made."""
@@ -602,15 +526,13 @@ def download(
     token = os.environ.get("HF_TOKEN") if token is None else token
     with _client(token) as client:
         try:
-            branch, commit = _repo_commit(client, base, repo)
-            files = _repo_files(client, base, repo, commit)
+            branch, commit, by_path = _listing(client, base, repo)
         except (HubError, httpx.HTTPError, ValueError) as e:
             # as llama.cpp: a hub out of reach still leaves what the cache holds
             path = _from_cache(name, report, filename)
             if path is not None:
                 return path
             raise HubError(str(e) or type(e).__name__) from e
-        by_path = {f.path: f for f in files}
         primary = (
             match_one(list(by_path), filename, repo)
             if filename
@@ -622,7 +544,7 @@ def download(
             raise HubError(f"{repo} has no GGUF file for {want} (GGUF files: {ggufs})")
         # as llama-server's -hf: the projector beside the model comes with it
         mmproj = None if filename else find_best_mmproj(list(by_path), primary)
-        rels = _shards(list(by_path), primary) + ([mmproj] if mmproj else [])
+        rels = shards(list(by_path), primary) + ([mmproj] if mmproj else [])
         return _fetch(
             client, base, repo, (branch, commit), [by_path[r] for r in rels], report, stop
         )[0]
@@ -686,8 +608,7 @@ def preset(name: str, *, offline: bool = False, token: str | None = None) -> Pat
     token = os.environ.get("HF_TOKEN") if token is None else token
     with _client(token) as client:
         try:
-            branch, commit = _repo_commit(client, base, repo)
-            files = {f.path: f for f in _repo_files(client, base, repo, commit)}
+            branch, commit, files = _listing(client, base, repo)
         except (HubError, httpx.HTTPError, ValueError):
             return cached
         if PRESET_FILE not in files:
