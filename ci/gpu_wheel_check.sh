@@ -141,7 +141,7 @@ check() {
     --threads "$THREADS" --server "$STAGE/bin/llama-server" | tee "$OUT/parity.jsonl" || true
   echo "== host-bound: the engine vs llama-batched-bench and llama-batched (-ngl 99)"
   # HB_MODEL: the tiny model trips cuBLAS 13.1's sm90 f16 GEMM in llama-batched-bench itself
-  # on an H100 (benchmarks/results/cuda_h100_2026-11-26_s24); the demo model runs
+  # on an H100 (benchmarks/results/cuda_h100_2026-11-26_run24); the demo model runs
   timeout 300 python "$B/bench_host_bound.py" --ngl 99 --threads "$THREADS" --model "${HB_MODEL:-$M}" \
     --concurrency "${HB_CONCURRENCY:-1,32,64,128,256}" --modes "${HB_MODES:-greedy,temp,bs}" \
     --bs-max 256 --batched "$STAGE/bin/llama-batched" --batched-bench "$STAGE/bin/llama-batched-bench" \
