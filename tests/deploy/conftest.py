@@ -1,6 +1,6 @@
 """Fixtures of the deployment tests: the manifests under deploy/ as the cluster would get
 them (Kustomize overlays rendered by ``kubectl kustomize``; the KServe files as written), and
-the command lines docs/scale-out.md shows. kubectl must be installed: a missing one fails."""
+the command lines docs/scale-out/ shows. kubectl must be installed: a missing one fails."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-DOC = ROOT / "docs" / "scale-out.md"
+DOCS = sorted((ROOT / "docs" / "scale-out").glob("*.md"))
 OVERLAYS = sorted(
     p.parent.name for p in (DEPLOY / "kubernetes" / "overlays").glob("*/kustomization.yaml")
 )
@@ -80,9 +80,10 @@ def all_objects(rendered, kserve) -> list[tuple[str, dict]]:
 
 @pytest.fixture(scope="session")
 def doc_commands() -> dict[str, list[str]]:
-    """name -> argv of each command line docs/scale-out.md marks with <!-- command: NAME -->."""
+    """name -> argv of each command line docs/scale-out/ marks with <!-- command: NAME -->."""
     found: dict[str, list[str]] = {}
-    for name, block in COMMAND_BLOCK.findall(DOC.read_text(encoding="utf-8")):
+    text = "\n".join(doc.read_text(encoding="utf-8") for doc in DOCS)
+    for name, block in COMMAND_BLOCK.findall(text):
         assert name not in found, f"two command blocks named {name}"
         found[name] = shlex.split(block.replace("\\\n", " "))
     return found

@@ -1,4 +1,4 @@
-"""The command lines the manifests run are the ones docs/scale-out.md shows, and pyllama's
+"""The command lines the manifests run are the ones docs/scale-out/ shows, and pyllama's
 own flag parser takes each of them (as ``pyllama-server`` would at start)."""
 
 from __future__ import annotations
