@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 import httpx
 
+from pyllama.hub import lock
 from pyllama.hub.names import (
     SIDECARS,
     SplitInfo,
@@ -575,11 +576,16 @@ def _fetch(
             report(url, size, size)
             continue
         blob = repo_dir / "blobs" / want_file.oid if want_file.oid else final
-        if not blob.exists():
-            _pull(client, url, blob, want_file, report, stop)
-        else:
-            size = blob.stat().st_size
-            report(url, size, size)
+        # another process may be fetching this very file: it finishes, this one takes it
+        lock_name = want_file.oid or quote(f"{commit}/{rel}", safe="")
+        lock_file = cache_directory() / ".locks" / repo_dir.name / f"{lock_name}.lock"
+        cancelled = DownloadCancelled(f"download of {url} cancelled")
+        with lock.held(lock_file, stop, cancelled):
+            if not blob.exists():
+                _pull(client, url, blob, want_file, report, stop)
+            else:
+                size = blob.stat().st_size
+                report(url, size, size)
         if blob != final:
             if final.is_symlink():  # a link to a blob that is gone
                 final.unlink()
@@ -587,7 +593,7 @@ def _fetch(
     # the snapshot becomes the one the cache shows only now that it is whole
     ref_file = repo_dir / "refs" / branch
     ref_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ref_file.with_name(ref_file.name + ".tmp")
+    tmp = ref_file.with_name(f"{ref_file.name}.{os.getpid()}.tmp")  # one per process
     tmp.write_text(commit)
     os.replace(tmp, ref_file)
     return out

@@ -111,6 +111,9 @@ class FakeRepo:
     commit: str = COMMIT
     delay: float = 0.0  # seconds per MiB sent
     cut_once: set[str] = field(default_factory=set)  # paths whose first GET stops half-way
+    # set: every GET of a file's bytes waits here after its first block, until the test
+    # sets it (a download held in flight while another client starts)
+    hold: threading.Event | None = None
 
 
 class Seen(NamedTuple):
@@ -293,6 +296,9 @@ class FakeHub:
                 h.connection.shutdown(2)  # the connection drops mid-file
                 return
             h.wfile.write(block)
+            if repo.hold is not None and not sent:
+                h.wfile.flush()
+                repo.hold.wait(300)
             sent += len(block)
             if repo.delay:
                 time.sleep(repo.delay * len(block) / BLOCK)
