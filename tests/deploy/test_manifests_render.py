@@ -21,7 +21,16 @@ def find(objects: list[dict], kind: str, name: str | None = None) -> dict:
 
 
 def test_the_overlays_are_the_documented_ones(overlay_names):
-    assert overlay_names == ["cpu", "gateway", "gpu", "hf"]
+    assert overlay_names == [
+        "api-key",
+        "cpu",
+        "gateway",
+        "gateway-istio",
+        "gpu",
+        "hf",
+        "keda-auth",
+        "rwx",
+    ]
 
 
 def test_overlay_renders_the_base(rendered, overlay):
@@ -63,7 +72,7 @@ def test_everything_selects_the_pods(rendered, overlay):
     }
     assert find(objects, "ScaledObject")["spec"]["scaleTargetRef"]["name"] == "pyllama"
     assert "replicas" not in deployment["spec"], "the ScaledObject owns the replica count"
-    if overlay == "gateway":
+    if overlay.startswith("gateway"):
         pool = find(objects, "InferencePool")["spec"]
         assert selects(pool["selector"]["matchLabels"])
         assert [p["number"] for p in pool["targetPorts"]] == [8080]

@@ -9,14 +9,21 @@ from pyllama.server.cli import parse_args
 
 # where each command line runs -> the docs' <!-- command: NAME --> block it must equal
 RUNS = {
+    "overlays/api-key": "base",
     "overlays/cpu": "base",
     "overlays/gateway": "base",
+    "overlays/gateway-istio": "base",
     "overlays/gpu": "gpu",
     "overlays/hf": "hf",
-    "kserve/cluster-serving-runtime.yaml": "base",
-    "kserve/inference-service-cpu.yaml": "base",
-    "kserve/inference-service-gpu.yaml": "gpu",
+    "overlays/keda-auth": "base",
+    "overlays/rwx": "base",
+    "kserve/cluster-serving-runtime.yaml": "kserve",
+    "kserve/inference-service-cpu.yaml": "kserve",
+    "kserve/inference-service-knative.yaml": "kserve",
+    "kserve/inference-service-gpu.yaml": "kserve-gpu",
+    "kserve/llm-inference-service.yaml": "kserve-llm",
 }
+PORTS = {"kserve-llm": 8000}  # KServe's LLM template serves on 8000; the rest on 8080
 
 
 def test_every_manifest_command_is_accounted_for(manifest_commands, doc_commands):
@@ -34,12 +41,13 @@ def test_pyllama_parses_the_command(doc_commands, name):
     argv = doc_commands[name]
     assert argv[0] == "pyllama-server"
     settings = parse_args(argv[1:], environ={})
-    assert (settings.host, settings.port, settings.metrics) == ("0.0.0.0", 8080, True)
+    port = PORTS.get(name, 8080)
+    assert (settings.host, settings.port, settings.metrics) == ("0.0.0.0", port, True)
     if name == "hf":
         assert settings.hf_repo and settings.model is None
     else:
         assert settings.model == "/mnt/models/model.gguf"
-    assert (str(settings.n_gpu_layers) == "99") == (name == "gpu")
+    assert (str(settings.n_gpu_layers) == "99") == name.endswith("gpu")
 
 
 def test_a_predictor_flag_overrides_the_runtime(doc_commands):
