@@ -159,6 +159,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
         public = PUBLIC_PATHS | public_paths(settings.webui and not settings.static_path)
         if settings.gcp is not None and settings.gcp.health_route:
             public = public | {settings.gcp.health_route}  # Vertex AI's probes send no key
+        if settings.metrics_public:  # the gateway's endpoint picker sends no key
+            public = public | {"/metrics"}
         middleware.append(Middleware(ApiKeyMiddleware, keys=settings.api_keys, public=public))
     return middleware
 

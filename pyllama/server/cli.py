@@ -289,6 +289,7 @@ def parse_args(
         mtmd_batch_max_tokens=a.mtmd_batch_max_tokens,
         media_path=a.media_path,
         media_allow_private=bool(a.media_allow_private),
+        metrics_public=bool(a.metrics_public),
         spec_draft_n_max=a.spec_draft_n_max,
         spec_draft_n_min=a.spec_draft_n_min,
         spec_draft_p_min=a.spec_draft_p_min,

@@ -173,6 +173,7 @@ class Settings:
     reranking: bool = False
     pooling: str | None = None
     metrics: bool = False
+    metrics_public: bool = False  # /metrics without the API key (pyllama's)
     slots: bool = True
     props: bool = False
     slot_save_path: str | None = None

@@ -46,6 +46,21 @@ def test_the_gateway_runs_without_a_key(rendered):
         assert not {"--api-key", "--api-key-file"} & set(container["args"])
 
 
+def test_a_gateway_with_a_key_leaves_the_metrics_open(rendered):
+    """gateway-api-key: the key guards every route but /metrics, which the picker reads
+    without one; pyllama's own parser takes the pod's environment that way."""
+    from pyllama.server.cli import parse_args
+
+    objects = rendered["gateway-api-key"]
+    container = _one(objects, "Deployment", "pyllama")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["LLAMA_API_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "pyllama-api-key"
+    assert _one(objects, "ServiceMonitor")["spec"]["endpoints"][0]["authorization"]
+    values = {k: e["value"] for k, e in env.items() if "value" in e} | {"LLAMA_API_KEY": "k"}
+    settings = parse_args(container["args"], environ=values)
+    assert settings.metrics_public and settings.api_keys == ["k"]
+
+
 def test_the_claim_binds_on_read_write_once_storage(rendered, overlay):
     claims = [o for o in rendered[overlay] if o["kind"] == "PersistentVolumeClaim"]
     expected = ["ReadWriteMany"] if overlay == "rwx" else ["ReadWriteOnce"]

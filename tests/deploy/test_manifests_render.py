@@ -25,6 +25,7 @@ def test_the_overlays_are_the_documented_ones(overlay_names):
         "api-key",
         "cpu",
         "gateway",
+        "gateway-api-key",
         "gateway-istio",
         "gpu",
         "hf",

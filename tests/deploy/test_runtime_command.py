@@ -12,6 +12,7 @@ RUNS = {
     "overlays/api-key": "base",
     "overlays/cpu": "base",
     "overlays/gateway": "base",
+    "overlays/gateway-api-key": "base",
     "overlays/gateway-istio": "base",
     "overlays/gpu": "gpu",
     "overlays/hf": "hf",

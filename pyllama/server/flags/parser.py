@@ -245,6 +245,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     )
     flag("--pooling", choices=["none", "mean", "cls", "last", "rank"], env="LLAMA_ARG_POOLING")
     flag("--metrics", action="store_true", env="LLAMA_ARG_ENDPOINT_METRICS", conv=env_bool)
+    flag(
+        "--metrics-public",
+        action="store_true",
+        env="PYLLAMA_METRICS_PUBLIC",
+        conv=env_bool,
+        help="pyllama: answer GET /metrics without the --api-key (for scrapers that cannot "
+        "send one, such as a gateway's endpoint picker); every other route still needs it",
+    )
     switch(
         ["--slots"],
         ["--no-slots"],
