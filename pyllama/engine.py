@@ -91,6 +91,10 @@ class RequestObserver(Protocol):
     def first_token(self, stream: TaskStream, now: float) -> None:
         """The task's first token event reached the event loop."""
 
+    def tokens(self, stream: TaskStream, n: int, now: float) -> None:
+        """``n`` more token events of the task reached the event loop together, after the
+        drain that brought its first one (inter-token latency)."""
+
     def finished(self, stream: TaskStream, last: Event | None, now: float) -> None:
         """The task's last event (final or error) reached the event loop; ``last`` is
         ``None`` when it was cancelled before that (its stream closed early)."""
@@ -240,7 +244,7 @@ class AsyncEngine:
 
     def _drain(self) -> None:
         # Runs in the event loop after a wake-up (or from live()). The timings cost a
-        # clock read per wake-up and a scan of a task's events until its first token.
+        # clock read per wake-up and, with an observer, a scan of each task's new events.
         now = time.perf_counter()
         for task_id, events in self.engine.take_ready():
             stream = self._streams.get(task_id)
@@ -253,6 +257,10 @@ class AsyncEngine:
                         if self.observer is not None:
                             self.observer.first_token(stream, now)
                         break
+            elif self.observer is not None:
+                n = sum(1 for ev in events if ev.type == "token")
+                if n:
+                    self.observer.tokens(stream, n, now)
             if events[-1].done:
                 self._ended(stream, events[-1], now)
             stream._queue.put_nowait(events)

@@ -52,7 +52,8 @@ def _complete(url: str, **fields: object) -> dict:
 
 def _counters(url: str) -> dict[str, float]:
     text = httpx.get(url + "/metrics", timeout=30).text
-    found = re.findall(r"^llamacpp:(\w*tokens_sampled_\w+)_total (\S+)$", text, re.M)
+    # pyllama's own counters, labelled with model_name
+    found = re.findall(r"^llamacpp:(\w*tokens_sampled_\w+)_total\{[^}]*\} (\S+)$", text, re.M)
     # backend, split, host (and draft_backend)
     return {name.replace("tokens_sampled_", ""): float(v) for name, v in found}
 

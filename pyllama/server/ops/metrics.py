@@ -2,8 +2,14 @@
 
 Counters are totals since the server started, across sleeps (each sleep frees the engine
 and a fresh one counts from zero, so the totals of earlier engines are carried). The two
-throughput gauges are averaged over the window since the previous scrape, as llama-server's
-buckets: a scrape resets them. While asleep the engine's last numbers are served.
+throughput gauges are averaged over the last 10 s (``window``), not since the previous
+scrape as llama-server's: scrapers do not reset each other's window. While asleep the
+engine's last numbers are served.
+
+Labels: the series llama-server serves keep its exact, unlabelled lines (its test suite
+and the scrapers made for it read them so); every series pyllama adds carries
+``model_name`` (the first ``--alias``, else the model's source), as vLLM labels all of its
+own, so that dashboards made for vLLM can filter on it.
 
 Beside llama-server's, the signals gateways and autoscalers read (the Gateway API Inference
 Extension's endpoint picker / llm-d, KEDA, Ray), each with the meaning of the vLLM metric
@@ -14,7 +20,9 @@ also counts the prompts idle slots keep for reuse, which the engine drops when i
 the room); LoRA adapters used by running and waiting requests (``lora_requests_info``); the
 prefix cache in tokens (queries: every prompt token of every request, evaluated or taken
 from a cache; hits: those taken from a slot's own cache, the host prompt cache or another
-slot's shared prefix); and the request latency histograms of ``latency``.
+slot's shared prefix); the size of the KV cache in blocks (``cache_config_info``, which the
+picker's prefix index sizes itself by); generated tokens (``generation_tokens_total``);
+and the per-request histograms and success counts of ``latency``.
 
 With one KV pool for all slots (``--kv-unified``, the default without ``-np``), a prefix
 that slots share is held once but counted for each slot that holds it, so both KV ratios
@@ -24,17 +32,39 @@ are upper bounds there (capped at 1); with a stream per slot they are exact.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyllama.server.ops.latency import label_value
+from pyllama.server.ops.occupancy import Load, cache_lines, load_of, lora_lines
+from pyllama.server.ops.window import ThroughputWindow, Totals
 
 if TYPE_CHECKING:
-    from pyllama.engine import AsyncEngine
     from pyllama.server.state import ServerState
 
-__all__ = ["Load", "MetricsBook", "load_of", "render"]
+__all__ = ["LLAMA_SERVER_NAMES", "MetricsBook", "render"]
+
+# the series llama-server itself serves (tools/server/server-task.cpp): unlabelled here too
+LLAMA_SERVER_NAMES = frozenset(
+    {
+        "prompt_tokens_total",
+        "prompt_tokens_cached_total",
+        "prompt_seconds_total",
+        "tokens_predicted_total",
+        "tokens_predicted_seconds_total",
+        "n_decode_total",
+        "n_tokens_max",
+        "spec_decode_num_draft_tokens_total",
+        "spec_decode_num_accepted_tokens_total",
+        "spec_decode_num_drafts_total",
+        "prompt_tokens_seconds",
+        "predicted_tokens_seconds",
+        "requests_processing",
+        "requests_deferred",
+        "n_busy_slots_per_decode",
+    }
+)
+
 
 # engine counters that add up across engines; the other keys are gauges of the moment
 _COUNTERS = (
@@ -56,55 +86,6 @@ _COUNTERS = (
 )
 
 
-def _rate(n: float, ms: float) -> float:
-    return 1e3 * n / ms if ms > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Load:
-    """What the slots and the tasks in flight hold at a scrape."""
-
-    busy_share: float = 0.0  # of the KV cells the slots hold, the part busy slots hold
-    running: tuple[str, ...] = ()  # adapters used by tasks in a slot
-    waiting: tuple[str, ...] = ()  # adapters used by tasks not in a slot yet
-
-
-def load_of(engine: AsyncEngine, adapters: list[str]) -> Load:
-    """The slots first, then the live tasks (whose ready events are taken first): a task
-    that ends between the two is in neither list, one admitted between them is waiting."""
-    slots = engine.engine.slots()
-    live = engine.live()
-    in_slot = {s["task_id"] for s in slots if s["state"] != "idle"}
-    held = sum(s["n_cache"] for s in slots)
-    busy = sum(s["n_cache"] for s in slots if s["state"] != "idle")
-    running: set[int] = set()
-    waiting: set[int] = set()
-    for task in live:
-        (running if task.task_id in in_slot else waiting).update(task.adapters)
-    return Load(
-        busy / held if held else 0.0,
-        tuple(adapters[i] for i in sorted(running)),
-        tuple(adapters[i] for i in sorted(waiting)),
-    )
-
-
-def _lora_lines(adapters: list[str], load: Load, since: float) -> list[str]:
-    name = "llamacpp:lora_requests_info"
-    labels = (
-        f'max_lora="{len(adapters)}",'
-        f'waiting_lora_adapters="{label_value(",".join(load.waiting))}",'
-        f'running_lora_adapters="{label_value(",".join(load.running))}"'
-    )
-    return [
-        f"# HELP {name} Running stats on LoRA requests (vLLM: vllm:lora_requests_info): "
-        "max_lora = adapters loaded; running_lora_adapters / waiting_lora_adapters = the "
-        "adapters (file stems) used with a non-zero scale by requests in a slot / waiting "
-        "for one; the value is the Unix time a scrape first saw these lists.",
-        f"# TYPE {name} gauge",
-        f"{name}{{{labels}}} {since}",
-    ]
-
-
 def render(state: ServerState) -> str:
     """The whole /metrics text (the route checks ``--metrics``; 503 while loading)."""
     engine = None if state.sleeping else state.require()[1]
@@ -114,8 +95,12 @@ def render(state: ServerState) -> str:
     else:
         m = engine.engine.metrics()
         load = load_of(engine, adapters)
-    lines = state.metrics_book.scrape(m, load)
-    lines += _lora_lines(adapters, load, state.metrics_book.lora_since(load))
+    book = state.metrics_book
+    book.keep_sampling(state)
+    model = 'model_name="' + label_value(state.model_name) + '"'
+    lines = book.scrape(m, load, model)
+    lines += lora_lines(adapters, load, book.lora_since(load), model)
+    lines += cache_lines(state.n_ctx, model)
     lines += state.request_timings.lines(state.model_name)
     return "\n".join(lines) + "\n"
 
@@ -125,7 +110,7 @@ class MetricsBook:
         self._carry: dict[str, Any] = dict.fromkeys(_COUNTERS, 0)
         self._carry["n_tokens_max"] = 0
         self._frozen: dict[str, Any] | None = None  # an engine's last numbers, while asleep
-        self._window = dict.fromkeys(("n_prompt", "t_prompt", "n_pred", "t_pred"), 0.0)
+        self.window = ThroughputWindow()
         # lora_requests_info's value: when its lists last changed, so that scrapes of an
         # idle (or sleeping) server read the same text, as llama-server's do
         self._lora: tuple[tuple[str, ...], tuple[str, ...]] | None = None
@@ -149,6 +134,18 @@ class MetricsBook:
     def revive(self) -> None:
         self._frozen = None
 
+    def keep_sampling(self, state: ServerState) -> None:
+        """Sample the throughput counters each second from now on (the first scrape)."""
+
+        def read() -> Totals | None:
+            if state.sleeping:
+                return _totals(self._current(None))
+            if state.engine is None:  # loading, or stopped
+                return None
+            return _totals(self._current(state.engine.engine.metrics()))
+
+        self.window.keep_sampling(read)
+
     def _current(self, engine_metrics: dict[str, Any] | None) -> dict[str, Any]:
         if engine_metrics is None:  # asleep: the totals already include the frozen engine
             assert self._frozen is not None
@@ -159,22 +156,15 @@ class MetricsBook:
         m["n_tokens_max"] = max(m["n_tokens_max"], self._carry["n_tokens_max"])
         return m
 
-    def scrape(self, engine_metrics: dict[str, Any] | None, load: Load | None = None) -> list[str]:
-        """The exposition lines of the engine's numbers (``None`` while asleep). Starts a
-        new throughput window."""
+    def scrape(
+        self, engine_metrics: dict[str, Any] | None, load: Load | None = None, labels: str = ""
+    ) -> list[str]:
+        """The exposition lines of the engine's numbers (``None`` while asleep); ``labels``
+        go on every series but llama-server's own."""
         m = self._current(engine_metrics)
         load = load or Load()
         kv_ratio = min(1.0, m["kv_usage"])
-        w = self._window
-        now = {
-            "n_prompt": m["n_prompt_tokens_total"],
-            "t_prompt": m["t_prompt_ms_total"],
-            "n_pred": m["n_predicted_total"],
-            "t_pred": m["t_predicted_ms_total"],
-        }
-        prompt_rate = _rate(now["n_prompt"] - w["n_prompt"], now["t_prompt"] - w["t_prompt"])
-        gen_rate = _rate(now["n_pred"] - w["n_pred"], now["t_pred"] - w["t_pred"])
-        self._window = now
+        prompt_rate, gen_rate = self.window.rates(_totals(m))
         n_decode = max(1, m["n_decode_total"])
         rows = [
             (
@@ -209,6 +199,13 @@ class MetricsBook:
             ),
             (
                 "counter",
+                "generation_tokens_total",
+                "Number of generation tokens processed (vLLM: vllm:generation_tokens_total; "
+                "the count of llama-server's tokens_predicted_total, labelled).",
+                m["n_predicted_total"],
+            ),
+            (
+                "counter",
                 "tokens_predicted_seconds_total",
                 "Predict process time",
                 m["t_predicted_ms_total"] / 1e3,
@@ -228,13 +225,15 @@ class MetricsBook:
             (
                 "gauge",
                 "prompt_tokens_seconds",
-                "Average prompt throughput in tokens/s.",
+                "Average prompt throughput in tokens/s of processing time, over the last "
+                "10 s (llama-server: since the previous scrape).",
                 prompt_rate,
             ),
             (
                 "gauge",
                 "predicted_tokens_seconds",
-                "Average generation throughput in tokens/s.",
+                "Average generation throughput in tokens/s of processing time, over the "
+                "last 10 s (llama-server: since the previous scrape).",
                 gen_rate,
             ),
             ("gauge", "requests_processing", "Number of requests processing.", m["n_processing"]),
@@ -327,9 +326,19 @@ class MetricsBook:
         ]
         lines = []
         for kind, name, help_, value in rows:
+            series = name if name in LLAMA_SERVER_NAMES or not labels else f"{name}{{{labels}}}"
             lines += [
                 f"# HELP llamacpp:{name} {help_}",
                 f"# TYPE llamacpp:{name} {kind}",
-                f"llamacpp:{name} {value}",
+                f"llamacpp:{series} {value}",
             ]
         return lines
+
+
+def _totals(m: dict[str, Any]) -> Totals:
+    return Totals(
+        m["n_prompt_tokens_total"],
+        m["t_prompt_ms_total"],
+        m["n_predicted_total"],
+        m["t_predicted_ms_total"],
+    )

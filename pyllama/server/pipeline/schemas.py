@@ -67,6 +67,8 @@ class Sampling(Body):
     spec_n_min: int | None = Field(None, alias="speculative.n_min", ge=0, le=1024)
     spec_p_min: float | None = Field(None, alias="speculative.p_min", ge=0.0, le=1.0)
     lora: list[dict[str, Any]] | None = None
+    # a loaded adapter's name (file stem) runs with that adapter alone, as vLLM; `lora` wins
+    model: str | None = Field(None, max_length=1 << 12)
     stream: bool = False
     return_progress: bool = False  # streamed prompt_progress while the prompt is evaluated
     sse_ping_interval: int | None = Field(None, ge=-1, le=(1 << 31) - 1)  # None: the server's

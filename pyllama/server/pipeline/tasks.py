@@ -219,7 +219,7 @@ def make_tasks(
     n_predict = opts.n_predict
     if n_predict < 0 and s.n_predict >= 0:
         n_predict = s.n_predict
-    lora = _lora_scales(state, req.lora)
+    lora = _lora_scales(state, req.lora, req.model)
     reasoning = opts.reasoning or reasoning_budget(model, s, req)
     sampling.backend_sampling = backend_sampling(req, s.backend_sampling, sampling, reasoning)
     if s.log_prompts_dir:
@@ -299,9 +299,23 @@ def log_prompts(directory: str, model: _core.Model, prompts: Sequence[Prompt]) -
         (folder / name).write_bytes(text)
 
 
-def _lora_scales(state: ServerState, lora: list[dict[str, Any]] | None) -> list[float] | None:
+def adapter_names(state: ServerState) -> list[str]:
+    """The loaded LoRA adapters' names, by id: their file stems (as /lora-adapters,
+    /v1/models and /metrics name them)."""
+    return [Path(path).stem for path, _ in state.settings.lora]
+
+
+def _lora_scales(
+    state: ServerState, lora: list[dict[str, Any]] | None, model: str | None = None
+) -> list[float] | None:
     if lora is None:
-        return None
+        # vLLM's way: a request whose model is an adapter's name runs with it at scale 1,
+        # the others at 0; the model's own names (and any other) leave the defaults
+        names = adapter_names(state)
+        if not model or model in state.model_aliases or model not in names:
+            return None
+        chosen = names.index(model)
+        return [1.0 if i == chosen else 0.0 for i in range(len(names))]
     _, engine = state.require()
     n = len(engine.engine.lora_paths)
     scales = [0.0] * n

@@ -162,6 +162,7 @@ async def messages(request: Request) -> Response:
     req = await parse(request, MessagesRequest)
     state.require()
     own = {"temperature": req.temperature, "top_p": req.top_p, "top_k": req.top_k}
+    own["model"] = req.model  # an adapter's name selects it (tasks.adapter_names)
     call = _call(req, {**extensions(req.model_extra), **own})
     call.n_predict = req.max_tokens
     call.stop = tasks.stops(req.stop_sequences)

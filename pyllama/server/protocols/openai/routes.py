@@ -7,6 +7,7 @@ import base64
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,9 +86,22 @@ async def models(request: Request) -> Response:
                 }
             ],
             "object": "list",
-            "data": [entry],
+            # the base model first, then each LoRA adapter as a model of its own, as vLLM
+            # lists its --lora-modules (a request naming one runs with it)
+            "data": [entry, *(_adapter_entry(state, p) for p, _ in state.settings.lora)],
         }
     )
+
+
+def _adapter_entry(state: ServerState, path: str) -> dict[str, Any]:
+    return {
+        "id": Path(path).stem,
+        "object": "model",
+        "created": state.started,
+        "owned_by": "llamacpp",
+        "root": path,
+        "parent": state.model_name,
+    }
 
 
 def _n_predict(*values: int | None) -> int:

@@ -19,6 +19,7 @@ from helpers.servers import running_server
 
 N_PARALLEL = 2
 N_CTX = 4096
+MODEL = "sea-model"  # --alias: the model_name label of pyllama's series
 
 
 class Scrape:
@@ -35,7 +36,9 @@ class Scrape:
                 self.samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
 
     def __getitem__(self, name: str) -> float:
-        return self.samples[(name, ())]
+        """The value of the one series of that name, whatever its labels."""
+        [value] = [v for (n, _), v in self.samples.items() if n == name]
+        return value
 
     def labelled(self, name: str) -> list[tuple[dict[str, str], float]]:
         return [(dict(labels), v) for (n, labels), v in self.samples.items() if n == name]
@@ -59,7 +62,7 @@ def scrape(url: str) -> Scrape:
 
 HISTOGRAMS = (
     "llamacpp:time_to_first_token_seconds",
-    "llamacpp:time_per_output_token_seconds",
+    "llamacpp:request_time_per_output_token_seconds",
     "llamacpp:e2e_request_latency_seconds",
     "llamacpp:request_queue_time_seconds",
 )
@@ -93,7 +96,7 @@ def two_slots(smollm_path: str, adapter: Path) -> Iterator[str]:
     """Two slots (a stream each: exact KV numbers), the adapter loaded but not applied by
     default, so only requests that name it use it."""
     args = ["-m", smollm_path, "-t", "2", "-c", str(N_CTX), "-np", str(N_PARALLEL)]
-    args += ["--metrics", "--lora", str(adapter), "--lora-init-without-apply"]
+    args += ["--metrics", "--lora", str(adapter), "--lora-init-without-apply", "--alias", MODEL]
     with running_server(*args) as url:
         yield url
 
@@ -217,7 +220,7 @@ def test_values_under_load_move_and_add_up(two_slots):
     e2e_sum, e2e_n = delta("llamacpp:e2e_request_latency_seconds")
     ttft_sum, ttft_n = delta("llamacpp:time_to_first_token_seconds")
     queue_sum, queue_n = delta("llamacpp:request_queue_time_seconds")
-    tpot_sum, tpot_n = delta("llamacpp:time_per_output_token_seconds")
+    tpot_sum, tpot_n = delta("llamacpp:request_time_per_output_token_seconds")
     assert e2e_n == ttft_n == queue_n == tpot_n == n_requests
     assert all(c["n"] == n_tokens for c in clients)
 
@@ -240,6 +243,7 @@ def test_values_under_load_move_and_add_up(two_slots):
     for s in [*seen, after]:
         [(labels, _)] = s.labelled("llamacpp:lora_requests_info")
         assert labels == {
+            "model_name": MODEL,
             "max_lora": "1",
             "running_lora_adapters": "",
             "waiting_lora_adapters": "",
@@ -295,7 +299,7 @@ def test_a_cancelled_request_counts_in_e2e_only(two_slots):
         time.sleep(0.1)
     assert counts == {
         "llamacpp:time_to_first_token_seconds": 1,
-        "llamacpp:time_per_output_token_seconds": 0,
+        "llamacpp:request_time_per_output_token_seconds": 0,
         "llamacpp:e2e_request_latency_seconds": 1,
         "llamacpp:request_queue_time_seconds": 0,
     }
@@ -313,6 +317,7 @@ def test_lora_adapters_running_and_waiting(two_slots, adapter: Path):
     url = two_slots
     name = adapter.stem
     assert _lora_info(scrape(url))[0] == {
+        "model_name": MODEL,
         "max_lora": "1",
         "running_lora_adapters": "",
         "waiting_lora_adapters": "",
@@ -348,8 +353,39 @@ def test_lora_adapters_running_and_waiting(two_slots, adapter: Path):
         assert s["running_lora_adapters"] in ("", name)
         assert s["waiting_lora_adapters"] in ("", name)
     labels, value = _lora_info(after)
-    assert labels == {"max_lora": "1", "running_lora_adapters": "", "waiting_lora_adapters": ""}
+    assert labels == {
+        "model_name": MODEL,
+        "max_lora": "1",
+        "running_lora_adapters": "",
+        "waiting_lora_adapters": "",
+    }
     assert abs(value - time.time()) < 60  # vLLM's value: the time of the scrape
+
+
+def test_an_adapter_named_by_model_is_listed_as_running(two_slots, adapter: Path):
+    """The picker's LoRA affinity reads running_lora_adapters and keys requests on their
+    ``model``: a request that names the adapter as its model (vLLM's way) runs with it,
+    one that names the base model does not."""
+    url = two_slots
+    models = httpx.get(url + "/v1/models", timeout=30).json()["data"]
+    assert [m["id"] for m in models] == [MODEL, adapter.stem]
+    assert models[1]["parent"] == MODEL and models[1]["root"] == str(adapter)
+    for model, expected in ((MODEL, ""), (adapter.stem, adapter.stem)):
+        seen: list[Scrape] = []
+
+        async def load(model: str = model, seen: list[Scrape] = seen) -> dict:
+            stop = asyncio.Event()
+            watcher = asyncio.ensure_future(_watch(url, stop, seen))
+            async with httpx.AsyncClient(timeout=300) as client:
+                result = await _chat(client, url, 0, 48, model=model)
+            stop.set()
+            await watcher
+            return result
+
+        asyncio.run(load())
+        running = {_lora_info(s)[0]["running_lora_adapters"] for s in seen}
+        assert any(s["llamacpp:num_requests_running"] == 1 for s in seen)
+        assert expected in running and running <= {"", expected}, running
 
 
 def test_histograms_and_counters_survive_sleep(smollm_path):

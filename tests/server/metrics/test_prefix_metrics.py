@@ -12,8 +12,9 @@ import httpx
 def _metrics(url: str) -> dict[str, float]:
     text = httpx.get(url + "/metrics", timeout=30).text
     assert "# TYPE llamacpp:prompt_tokens_shared_total counter" in text
+    # a series pyllama adds carries its model_name label: keyed by the name alone
     return {
-        line.split()[0]: float(line.split()[1])
+        line.split()[0].split("{")[0]: float(line.split()[-1])
         for line in text.splitlines()
         if line.startswith("llamacpp:")
     }
