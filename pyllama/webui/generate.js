@@ -50,6 +50,9 @@ export class Replies {
   constructor(changed) {
     this.changed = changed;
     this.running = new Map(); // conversation id -> {controller, streamId, stopping}
+    // the one model's name outside router mode (/props model_alias): sent as "model" so
+    // that a gateway's endpoint picker, which needs the field, routes the page's requests
+    this.modelName = '';
   }
 
   isRunning(convId) {
@@ -105,7 +108,8 @@ export class Replies {
       timings_per_token: true,
       return_progress: true,
     };
-    if (conv.model) body.model = conv.model;
+    const model = conv.model || this.modelName;
+    if (model) body.model = model;
     return this.#run(conv, msg, async (run) => {
       const response = await request('v1/chat/completions', {
         method: 'POST', json: body, headers: { 'X-Conversation-Id': run.streamId }, signal: run.controller.signal,

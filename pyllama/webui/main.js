@@ -82,6 +82,7 @@ async function loadProps() {
         if (name && state.picker.statusOf(name).value === 'loaded') state.picker.onReady(name);
       } else {
         const path = props.model_alias || props.model_path || '';
+        replies.modelName = props.model_alias || '';
         $('#model-name').textContent = path.split('/').pop() || 'model';
         useModelProps(props);
       }

@@ -188,3 +188,21 @@ def test_conversations_are_listed_renamed_exported_and_deleted(page, tmp_path) -
     page.driver.switch_to.alert.accept()
     page.wait(lambda: titles() == ["First chat."], 5)
     assert page.reply_count() == 0  # the deleted one was open: an empty page now
+
+
+def test_a_chat_request_names_the_model(page, chat_server: str) -> None:
+    """Outside router mode too the page sends ``model`` (/props model_alias): a gateway's
+    endpoint picker answers a chat request without it 400."""
+    page.open(settings={"sampling": {"temperature": "0", "max_tokens": "4"}, "extra": ""})
+    page.js(
+        """window.sent = [];
+        const plain = window.fetch;
+        window.fetch = (url, init) => {
+          if (String(url).endsWith('v1/chat/completions')) window.sent.push(JSON.parse(init.body));
+          return plain(url, init);
+        };"""
+    )
+    page.type_message("Hello")
+    page.wait_reply()
+    name = httpx.get(chat_server + "/props", timeout=30).json()["model_alias"]
+    assert name and [body.get("model") for body in page.js("return window.sent")] == [name]
