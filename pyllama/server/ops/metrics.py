@@ -1,9 +1,10 @@
 """/metrics in Prometheus text format, with llama-server's ``llamacpp:`` names.
 
 Counters are totals since the server started, across sleeps (each sleep frees the engine
-and a fresh one counts from zero, so the totals of earlier engines are carried). The two
-throughput gauges are averaged over the last 10 s (``window``), not since the previous
-scrape as llama-server's: scrapers do not reset each other's window. While asleep the
+and a fresh one counts from zero, so the totals of earlier engines are carried).
+llama-server's two throughput gauges average the time since the previous scrape, which
+starts a new window (an endpoint picker scraping every 50 ms leaves Prometheus noise);
+``*_per_second_10s`` average the last 10 s (``window``), whoever scrapes. While asleep the
 engine's last numbers are served.
 
 Labels: the series llama-server serves keep its exact, unlabelled lines (its test suite
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyllama.server.ops.latency import label_value
 from pyllama.server.ops.occupancy import Load, cache_lines, load_of, lora_lines
-from pyllama.server.ops.window import ThroughputWindow, Totals
+from pyllama.server.ops.window import ThroughputWindow, Totals, rate
 
 if TYPE_CHECKING:
     from pyllama.server.state import ServerState
@@ -111,6 +112,7 @@ class MetricsBook:
         self._carry["n_tokens_max"] = 0
         self._frozen: dict[str, Any] | None = None  # an engine's last numbers, while asleep
         self.window = ThroughputWindow()
+        self._scraped = Totals()  # llama-server's gauges: the counters at the previous scrape
         # lora_requests_info's value: when its lists last changed, so that scrapes of an
         # idle (or sleeping) server read the same text, as llama-server's do
         self._lora: tuple[tuple[str, ...], tuple[str, ...]] | None = None
@@ -164,7 +166,14 @@ class MetricsBook:
         m = self._current(engine_metrics)
         load = load or Load()
         kv_ratio = min(1.0, m["kv_usage"])
-        prompt_rate, gen_rate = self.window.rates(_totals(m))
+        totals = _totals(m)
+        prompt_rate, gen_rate = self.window.rates(totals)
+        # llama-server's two gauges: since the previous scrape, which starts a new window
+        last, self._scraped = self._scraped, totals
+        prompt_since = rate(totals.n_prompt - last.n_prompt, totals.t_prompt_ms - last.t_prompt_ms)
+        gen_since = rate(
+            totals.n_predicted - last.n_predicted, totals.t_predicted_ms - last.t_predicted_ms
+        )
         n_decode = max(1, m["n_decode_total"])
         rows = [
             (
@@ -225,15 +234,29 @@ class MetricsBook:
             (
                 "gauge",
                 "prompt_tokens_seconds",
-                "Average prompt throughput in tokens/s of processing time, over the last "
-                "10 s (llama-server: since the previous scrape).",
-                prompt_rate,
+                "Average prompt throughput in tokens/s since the previous scrape, which "
+                "resets it (llama-server's; prompt_tokens_per_second_10s does not reset).",
+                prompt_since,
             ),
             (
                 "gauge",
                 "predicted_tokens_seconds",
-                "Average generation throughput in tokens/s of processing time, over the "
-                "last 10 s (llama-server: since the previous scrape).",
+                "Average generation throughput in tokens/s since the previous scrape, which "
+                "resets it (llama-server's; predicted_tokens_per_second_10s does not reset).",
+                gen_since,
+            ),
+            (
+                "gauge",
+                "prompt_tokens_per_second_10s",
+                "Prompt throughput in tokens/s of processing time over the last 10 s, the "
+                "same for every scraper.",
+                prompt_rate,
+            ),
+            (
+                "gauge",
+                "predicted_tokens_per_second_10s",
+                "Generation throughput in tokens/s of processing time over the last 10 s, "
+                "the same for every scraper.",
                 gen_rate,
             ),
             ("gauge", "requests_processing", "Number of requests processing.", m["n_processing"]),

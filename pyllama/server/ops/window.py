@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-__all__ = ["WINDOW_S", "ThroughputWindow", "Totals"]
+__all__ = ["WINDOW_S", "ThroughputWindow", "Totals", "rate"]
 
 WINDOW_S = 10.0
 _STEP_S = 1.0  # samples kept at most this often
@@ -37,7 +37,8 @@ class Totals(NamedTuple):
     t_predicted_ms: float = 0.0
 
 
-def _rate(n: float, ms: float) -> float:
+def rate(n: float, ms: float) -> float:
+    """Tokens per second of ``n`` tokens in ``ms`` milliseconds (0 for no time)."""
     return 1e3 * n / ms if ms > 0 else 0.0
 
 
@@ -64,8 +65,8 @@ class ThroughputWindow:
         self.add(totals)
         _, base = self._samples[0]
         return (
-            _rate(totals.n_prompt - base.n_prompt, totals.t_prompt_ms - base.t_prompt_ms),
-            _rate(
+            rate(totals.n_prompt - base.n_prompt, totals.t_prompt_ms - base.t_prompt_ms),
+            rate(
                 totals.n_predicted - base.n_predicted,
                 totals.t_predicted_ms - base.t_predicted_ms,
             ),

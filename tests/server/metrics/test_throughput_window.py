@@ -1,6 +1,7 @@
-"""The throughput gauges average a fixed time window: a scrape does not reset them, so an
-endpoint picker scraping every 50 ms and Prometheus every 15 s read the same numbers
-(issue 49, item 3). llama-server resets its window on each scrape."""
+"""``*_per_second_10s`` average a fixed time window: a scrape does not reset them, so an
+endpoint picker scraping every 50 ms and Prometheus every 15 s read the same numbers.
+llama-server's own two gauges keep its meaning: since the previous scrape, which resets
+them (its suite's test_server_sleep_metrics_buckets reads that)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pyllama.server.ops.window import WINDOW_S, ThroughputWindow, Totals
 
 from helpers.servers import running_server
 
-RATES = ("prompt_tokens_seconds", "predicted_tokens_seconds")
+RATES = ("prompt_tokens_per_second_10s", "predicted_tokens_per_second_10s")
 
 
 class Clock:
@@ -77,11 +78,14 @@ def fresh(smollm_path: str) -> Iterator[str]:
 
 
 def _read(text: str) -> dict[str, float]:
+    """Each unlabelled series, and each series labelled only with model_name, by name."""
     out = {}
     for line in text.splitlines():
-        if line.startswith("llamacpp:") and "{" not in line:
-            name, v = line.split()
-            out[name.removeprefix("llamacpp:")] = float(v)
+        if line.startswith("llamacpp:") and ("{" not in line or line.count("=") == 1):
+            name, v = line.rsplit(" ", 1)
+            if "{" in name and not name.split("{")[1].startswith("model_name="):
+                continue
+            out[name.split("{")[0].removeprefix("llamacpp:")] = float(v)
     return out
 
 
@@ -114,9 +118,8 @@ def test_fast_scrapes_do_not_reset_the_gauges(fresh):
     last = slow[-1]
     # the only work of this server: the window's baseline is its start, all zeros
     expected = {
-        "prompt_tokens_seconds": last["prompt_tokens_total"] / last["prompt_seconds_total"],
-        "predicted_tokens_seconds": last["tokens_predicted_total"]
-        / last["tokens_predicted_seconds_total"],
+        RATES[0]: last["prompt_tokens_total"] / last["prompt_seconds_total"],
+        RATES[1]: last["tokens_predicted_total"] / last["tokens_predicted_seconds_total"],
     }
     assert len(fast) > 10
     for scrape in [*slow, *fast]:
@@ -128,3 +131,12 @@ def test_fast_scrapes_do_not_reset_the_gauges(fresh):
         time.sleep(0.2)
     assert time.monotonic() - t_done >= WINDOW_S - 1
     assert now[RATES[0]] == 0
+
+
+def test_llama_servers_gauges_reset_on_each_scrape(fresh):
+    body = {"prompt": "The sky is", "n_predict": 8, "ignore_eos": True}
+    assert httpx.post(fresh + "/completion", json=body, timeout=120).status_code == 200
+    first = _read(httpx.get(fresh + "/metrics", timeout=30).text)
+    second = _read(httpx.get(fresh + "/metrics", timeout=30).text)
+    assert first["predicted_tokens_seconds"] > 0 and second["predicted_tokens_seconds"] == 0
+    assert second[RATES[1]] > 0  # the window still holds the generation
