@@ -5,7 +5,6 @@ and a path), while every other route still needs the key."""
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from helpers.servers import running_server
 
@@ -17,7 +16,6 @@ def _status(url: str, method: str, path: str, headers: dict[str, str] | None = N
     return httpx.request(method, url + path, json=body, headers=headers, timeout=30).status_code
 
 
-@pytest.mark.flag_effect("--metrics-public")
 def test_metrics_answer_without_the_key_and_nothing_else_does(smollm_path: str) -> None:
     base = ("-m", smollm_path, "-t", "2", "-c", "512", "-np", "1", "--api-key", "k", "--metrics")
     with running_server(*base) as url:  # without it, /metrics needs the key as the rest
