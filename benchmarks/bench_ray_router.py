@@ -11,9 +11,13 @@ the groups' prefixes together exceed one replica's cache, and only a router that
 each group on one replica finds them cached. Reported per router and load: time to first
 token p50 and p90 (client-measured, over every chat but each group's first, which is cold
 for every router) and the prefix-cache hit rate (cached prompt tokens / prompt tokens,
-from each answer's usage).
+from each answer's usage). ``--ingress 1,2`` runs each router behind one and then two ingress
+replicas (their routers share what the replicas report); ``--cache-ram`` in
+``--server-args`` sets the replicas' host prompt cache (llama-server's default, 8192 MiB,
+when absent; 0 turns it off).
 
     python benchmarks/bench_ray_router.py --server-args "-c 16384 -np 4 --cache-ram 0" --json
+    python benchmarks/bench_ray_router.py --loads 8 --rates 0.5 --routers prefix --ingress 1,2
 """
 
 from __future__ import annotations
@@ -116,7 +120,7 @@ def summarize(recs: list[dict]) -> dict:
     }
 
 
-def deploy(model: str, router: str, server_args: str) -> None:
+def deploy(model: str, router: str, server_args: str, ingress: int) -> None:
     from ray import serve
 
     from pyllama.serve.rayserve import build_app
@@ -129,6 +133,7 @@ def deploy(model: str, router: str, server_args: str) -> None:
                 "resources": {"slot": 1},
                 "router": router,
                 "server_args": server_args,
+                "ingress_replicas": ingress,
             }
         ),
         name="default",
@@ -146,6 +151,7 @@ def main() -> int:
     ap.add_argument("--system-tokens", type=int, default=1000)
     ap.add_argument("--server-args", default="-c 16384 -np 4 --cache-ram 0")
     ap.add_argument("--routers", default="default,prefix")
+    ap.add_argument("--ingress", default="2", help="ingress replica counts to run, e.g. 1,2")
     ap.add_argument("--json", action="store_true", help="append the record to benchmarks/results")
     a = ap.parse_args()
     if a.model is None:
@@ -163,27 +169,37 @@ def main() -> int:
         "requests": a.requests,
         "seed": a.seed,
         "cluster": "2 local Ray nodes x 1 CPU, 2 replicas (-t 1 each)",
+        "ingress": a.ingress,
         "results": {},
     }
+    ingresses = [int(n) for n in a.ingress.split(",")]
     with serve_on_local_cluster(nodes=2) as url:
         loads = zip(a.loads.split(","), a.rates.split(","))
         for groups, rate in ((int(g), float(r)) for g, r in loads):
             for router in a.routers.split(","):
-                deploy(a.model, router, a.server_args)  # fresh replicas: empty caches
-                recs = asyncio.run(workload(url, groups, a.requests, rate, a.system_tokens, a.seed))
-                s = summarize(recs)
-                record["results"][f"{groups} groups/{router}"] = {
-                    **s,
-                    "rate": rate,
-                    "raw": recs,
-                }
-                print(
-                    f"{groups} groups at {rate}/s, {router:8s} router: TTFT p50 {s['ttft_p50_s']:.3f} s"
-                    f" p90 {s['ttft_p90_s']:.3f} s, prefix hits {s['prefix_hit_rate']:.0%},"
-                    f" replicas per group {s['replicas_per_group']:.2f}",
-                    flush=True,
-                )
-                serve.delete("default")
+                for ingress in ingresses:
+                    # fresh replicas: empty caches
+                    deploy(a.model, router, a.server_args, ingress)
+                    recs = asyncio.run(
+                        workload(url, groups, a.requests, rate, a.system_tokens, a.seed)
+                    )
+                    s = summarize(recs)
+                    key = f"{groups} groups/{router}"
+                    key += f"/{ingress} ingress" if len(ingresses) > 1 else ""
+                    record["results"][key] = {
+                        **s,
+                        "rate": rate,
+                        "ingress_replicas": ingress,
+                        "raw": recs,
+                    }
+                    print(
+                        f"{groups} groups at {rate}/s, {router:8s} router, {ingress} ingress:"
+                        f" TTFT p50 {s['ttft_p50_s']:.3f} s p90 {s['ttft_p90_s']:.3f} s,"
+                        f" prefix hits {s['prefix_hit_rate']:.0%},"
+                        f" replicas per group {s['replicas_per_group']:.2f}",
+                        flush=True,
+                    )
+                    serve.delete("default")
     if a.json:
         out = Path(__file__).parent / "results" / f"ray_router_{record['date']}.jsonl"
         with out.open("a") as f:

@@ -3,9 +3,11 @@
 Each replica has an LRU set of the block hashes (``pyllama.serve.prefix``) of the prompts
 sent to it. A request's match on a replica is how many of its leading blocks that set holds.
 The set is an estimate of the replica's KV and prompt caches, not a copy of them: it is
-bounded (``capacity_blocks``), and a prompt's deeper blocks are forgotten before its shallow
-ones, as a cache keeps a shared system prompt longer than the chats that follow it. One
-router's instance is used from one event loop; no locks.
+bounded (``capacity_blocks``, or a replica's own bound from ``resize``: what its context and
+host prompt cache hold), and a prompt's deeper blocks are forgotten before its shallow ones,
+as a cache keeps a shared system prompt longer than the chats that follow it. A replica keeps
+one for itself (what every ingress sent it) and reports it; a router keeps one for what it
+sent since. Each instance is used from one event loop; no locks.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class PrefixIndex:
             raise ValueError("capacity_blocks must be at least 1")
         self.capacity_blocks = capacity_blocks
         self._held: dict[Hashable, OrderedDict[int, None]] = {}
+        self._capacity: dict[Hashable, int] = {}  # per replica, where it said
 
     def match(self, replica: Hashable, blocks: Sequence[int]) -> int:
         """How many leading blocks of ``blocks`` the replica was sent."""
@@ -52,8 +55,21 @@ class PrefixIndex:
         for b in reversed(blocks):  # the shallow blocks end up newest: evicted last
             held[b] = None
             held.move_to_end(b)
-        while len(held) > self.capacity_blocks:
+        self._trim(replica, held)
+
+    def _trim(self, replica: Hashable, held: OrderedDict[int, None]) -> None:
+        while len(held) > self._capacity.get(replica, self.capacity_blocks):
             held.popitem(last=False)
+
+    def resize(self, replica: Hashable, capacity_blocks: int) -> None:
+        """The replica holds at most this many blocks (what it reported of its caches)."""
+        self._capacity[replica] = max(1, int(capacity_blocks))
+        if replica in self._held:
+            self._trim(replica, self._held[replica])
+
+    def blocks(self, replica: Hashable) -> list[int]:
+        """The blocks the replica holds, oldest first."""
+        return list(self._held.get(replica, ()))
 
     def size(self, replica: Hashable) -> int:
         return len(self._held.get(replica, ()))
@@ -61,8 +77,11 @@ class PrefixIndex:
     def forget(self, replica: Hashable) -> None:
         """The replica is gone (or restarted with empty caches)."""
         self._held.pop(replica, None)
+        self._capacity.pop(replica, None)
 
     def keep_only(self, replicas: Iterable[Hashable]) -> None:
         live = set(replicas)
         for r in [r for r in self._held if r not in live]:
             del self._held[r]
+        for r in [r for r in self._capacity if r not in live]:
+            del self._capacity[r]

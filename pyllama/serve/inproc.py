@@ -34,6 +34,8 @@ class Forwarded:
     client: tuple[str, int] | None = None
     # chained hashes of the prompt's blocks (pyllama.serve.prefix), read by the router
     prefix_blocks: tuple[int, ...] = ()
+    origin: str = ""  # the ingress replica that forwarded it (replicas report work by it)
+    to_replica: str | None = None  # a broadcast's target: the router sends it there only
 
 
 @dataclass(frozen=True)

@@ -270,14 +270,17 @@ def test_killed_replica_is_replaced_and_only_its_streams_fail(app: str):
 
 def test_scale_down_drains_running_streams(app: str, smollm_path: str):
     """Two long streams, one per replica; the deployment scales to one replica meanwhile:
-    both streams still end complete (Serve waits for the removed replica to drain)."""
+    both streams still end complete (Serve waits for the removed replica to drain, and for
+    the ingress replicas the streams cross). Long enough (600 tokens) to outlast Serve's
+    20 s default drain on a loaded machine, and to overlap on a quiet one."""
     _wait_running(2)
     results: list[tuple[str, int, str]] = []
+    tokens = 600
 
     def long_stream(i: int) -> None:
         body = {
             "messages": [{"role": "user", "content": f"Write a long story {i}."}],
-            "max_tokens": 160,
+            "max_tokens": tokens,
             "ignore_eos": True,  # an early end of text is no drain
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -295,14 +298,17 @@ def test_scale_down_drains_running_streams(app: str, smollm_path: str):
         results.append((finish, n, replica))
 
     threads = [threading.Thread(target=long_stream, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
+    threads[0].start()
+    # the second stream may come through the other ingress replica: it sends it to the
+    # other model replica once the replicas' reports (every second) show the first one
+    time.sleep(4)
+    threads[1].start()
     time.sleep(1.5)
     _deploy(smollm_path, replicas=1)
     for t in threads:
-        t.join(timeout=300)
+        t.join(timeout=900)
     assert len({replica for _, _, replica in results}) == 2, results  # one on each replica
-    assert all(finish == "length" and n == 160 for finish, n, _ in results), results
+    assert all(finish == "length" and n == tokens for finish, n, _ in results), results
     _wait_running(1)
 
 

@@ -21,6 +21,7 @@ from pyllama.serve.rayserve.app import (  # noqa: E402
     ServeArgs,
     _deployment_options,
     build_app,
+    drain_limit_s,
 )
 from pyllama.serve.rayserve.flags import parse_server_args  # noqa: E402
 from pyllama.serve.rayserve.router import PrefixAffinityRouter  # noqa: E402
@@ -67,7 +68,8 @@ def test_server_args_are_split_as_a_shell_would():
 def test_defaults():
     args = _args()
     assert args.replicas == 1 and args.router == "prefix" and args.max_replicas is None
-    assert args.name == "pyllama" and args.route_prefix == "/"
+    assert args.name == "pyllama" and args.ingress_replicas == 2
+    assert args.graceful_shutdown_timeout_s is None and args.capacity_blocks is None
 
 
 @pytest.mark.parametrize(
@@ -83,6 +85,10 @@ def test_defaults():
         {"num_cpus": "-1"},
         {"max_replicas": "0"},
         {"block_bytes": "8"},
+        {"route_prefix": "/llm"},  # Serve's own option (serve run --route-prefix), not ours
+        {"ingress_replicas": "0"},
+        {"max_queued_requests": "-2"},
+        {"drain_tokens_per_s": "0"},
     ],
 )
 def test_bad_arguments_are_refused(bad: dict[str, str]):
@@ -164,7 +170,7 @@ def test_build_app_needs_no_cluster():
     assert isinstance(app, Application)
     ingress = app._bound_deployment
     assert ingress.name == "pyllama"
-    assert ingress.num_replicas == 1
+    assert ingress.num_replicas == 2
     replica_app, block_bytes, max_body = ingress.init_args
     assert isinstance(replica_app, Application)
     replica = replica_app._bound_deployment
@@ -175,6 +181,7 @@ def test_build_app_needs_no_cluster():
         replica.init_args[0]
         == ServeArgs(model=MODEL, server_args=["-c", "2048", "-np", "2"]).argv()
     )
+    assert replica.max_queued_requests == 16  # 8 x the slots, per ingress
     assert block_bytes == 256 and max_body > 0
 
 
@@ -256,7 +263,7 @@ def test_autoscaling_only_with_max_replicas():
     assert "autoscaling_config" not in _deployment_options(_args(min_replicas="2"), 1)
 
 
-def test_prefix_router_only_for_router_prefix():
+def test_router_options():
     opts = _deployment_options(
         _args(decode_bytes="2", capacity_blocks="100", block_bytes="64"), n_parallel=1
     )
@@ -266,8 +273,49 @@ def test_prefix_router_only_for_router_prefix():
         "decode_bytes": 2,
         "block_bytes": 64,
         "capacity_blocks": 100,
+        "policy": "prefix",
     }
-    assert "request_router_config" not in _deployment_options(_args(router="default"), 1)
+    assert config.request_routing_stats_period_s == 1.0
+    # Serve's policy in pyllama's class: broadcasts pin a replica through it
+    default = _deployment_options(_args(router="default"), 1)["request_router_config"]
+    assert default.request_router_class == ROUTER
+    assert default.request_router_kwargs["policy"] == "pow2"
+
+
+def test_index_size_follows_the_context():
+    """Until a replica reports what its caches hold, the router's index holds what its
+    context does (-c tokens at 4 bytes a token), not a fixed 16 MiB."""
+    kw = lambda c: _deployment_options(_args(), 1, ctx_tokens=c)["request_router_config"]  # noqa: E731
+    assert kw(8192).request_router_kwargs["capacity_blocks"] == 8192 * 4 // 256
+    assert kw(65536).request_router_kwargs["capacity_blocks"] == 65536 * 4 // 256
+
+
+def test_queue_bound():
+    assert _deployment_options(_args(), n_parallel=2)["max_queued_requests"] == 16
+    assert _deployment_options(_args(max_queued_requests="3"), 2)["max_queued_requests"] == 3
+    assert _deployment_options(_args(max_queued_requests="-1"), 2)["max_queued_requests"] == -1
+
+
+def _settings(flags: str) -> Any:
+    return parse_server_args(["-m", MODEL, *flags.split()])
+
+
+def test_drain_lasts_the_longest_answer():
+    """A draining replica may finish the longest answer its flags allow (-n, else all of
+    -c) at drain_tokens_per_s, plus a minute; an explicit limit wins."""
+    assert drain_limit_s(_args(), _settings("-c 4096 -np 2")) == 4096 / 2.0 + 60
+    assert drain_limit_s(_args(), _settings("-c 4096 -n 200")) == 200 / 2.0 + 60
+    assert drain_limit_s(_args(drain_tokens_per_s="10"), _settings("-c 1000")) == 160
+    assert drain_limit_s(_args(graceful_shutdown_timeout_s="7"), _settings("-c 4096")) == 7
+    assert drain_limit_s(_args(), _settings("-c 0")) == 32768 / 2.0 + 60  # unknown: assumed
+
+
+def test_ingress_drains_as_long_as_the_replicas():
+    """Streams cross the ingress: Serve's 20 s default there cut them on scale changes."""
+    app = build_app({"model": MODEL, "server_args": "-c 4096 -n 100"})
+    ingress, replica = app._bound_deployment, _replica(app)
+    assert replica._deployment_config.graceful_shutdown_timeout_s == 110
+    assert ingress._deployment_config.graceful_shutdown_timeout_s == 110
 
 
 def test_router_path_names_the_router_class():

@@ -4,7 +4,13 @@
         server_args="-c 8192 -np 4"
 
 or from Python: ``serve.run(build_app({"model": path, "replicas": 2}))``. ``server_args`` are
-pyllama-server's (llama-server's) flags, checked here before anything is deployed.
+pyllama-server's (llama-server's) flags, checked here before anything is deployed. The URL
+prefix is Serve's own (``serve run --route-prefix /llm``, ``serve.run(app, route_prefix=...)``).
+
+Each ``serve.run`` / ``serve run`` gives the application a new code version (Ray 2.60 took
+``version`` away from deployments), so Serve replaces every replica of both deployments,
+the ingress included, draining the old ones: the ingress drains as long as the replicas
+(``drain_limit_s``), since every stream crosses it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from ray import serve
 from ray.serve import Application
 from ray.serve.config import RequestRouterConfig
 
+from pyllama.serve import cachesize
 from pyllama.serve.prefix import BLOCK_BYTES
 from pyllama.serve.rayserve.flags import parse_server_args
 from pyllama.serve.rayserve.ingress import PyllamaIngress
@@ -29,6 +36,8 @@ __all__ = ["ServeArgs", "build_app"]
 ROUTER = "pyllama.serve.rayserve.router:PrefixAffinityRouter"
 _THREADS = re.compile(r"^(-t|--threads)$|^-t\d|^--threads=")  # -t N, -t8, --threads=8
 AUTO_PARALLEL = 4  # what -np -1 (auto, the default) gives, as in llama-server
+UNKNOWN_CTX = 32768  # -c 0 (the model's own context), which is known only once it loads
+DRAIN_SLACK_S = 60.0  # a drain's allowance past generation: the prompt, a slow first token
 
 
 class ServeArgs(BaseModel):
@@ -51,8 +60,14 @@ class ServeArgs(BaseModel):
     decode_bytes: int = Field(
         1024, ge=0, description="prefix router: an answer's cost in bytes of prompt evaluated"
     )
-    capacity_blocks: int = Field(65536, ge=1, description="prefix router: blocks per replica")
+    capacity_blocks: int | None = Field(
+        None, ge=1, description="prefix index blocks per replica (default: from -c, --cache-ram)"
+    )
+    routing_stats_period_s: float = Field(
+        1.0, gt=0, description="how often replicas report their blocks and load to the routers"
+    )
     block_bytes: int = Field(BLOCK_BYTES, ge=16)
+    ingress_replicas: int = Field(2, ge=1, description="HTTP ingress replicas")
     num_cpus: float = Field(1.0, ge=0, description="CPUs per replica (also -t if none given)")
     num_gpus: float = Field(0.0, ge=0)
     resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources")
@@ -60,9 +75,18 @@ class ServeArgs(BaseModel):
     max_ongoing_requests: int | None = Field(
         None, ge=1, description="per replica (default: 4 x its slots)"
     )
-    graceful_shutdown_timeout_s: float = Field(120.0, ge=0, description="drain limit")
+    max_queued_requests: int | None = Field(
+        None,
+        ge=-1,
+        description="waiting for a replica, per ingress (default: 8 x slots; -1: no bound)",
+    )
+    graceful_shutdown_timeout_s: float | None = Field(
+        None, ge=0, description="drain limit (default: the longest answer at drain_tokens_per_s)"
+    )
+    drain_tokens_per_s: float = Field(
+        2.0, gt=0, description="the slowest generation a draining replica is allowed"
+    )
     health_check_period_s: float = Field(5.0, gt=0)
-    route_prefix: str = "/"
     name: str = "pyllama"
 
     @field_validator("server_args", mode="before")
@@ -90,7 +114,21 @@ class ServeArgs(BaseModel):
         return argv
 
 
-def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
+def drain_limit_s(args: ServeArgs, settings: Any) -> float:
+    """How long a replica being removed may take to finish (``graceful_shutdown_timeout_s``):
+    the longest answer its flags allow (``-n``, else the whole context ``-c``: with a unified
+    KV cache one answer may take it all) at ``drain_tokens_per_s``, plus ``DRAIN_SLACK_S``.
+    Serve waits only while requests run: the limit costs nothing when they end sooner."""
+    if args.graceful_shutdown_timeout_s is not None:
+        return args.graceful_shutdown_timeout_s
+    ctx = settings.n_ctx if settings.n_ctx > 0 else UNKNOWN_CTX
+    tokens = min(settings.n_predict, ctx) if settings.n_predict > 0 else ctx
+    return round(tokens / args.drain_tokens_per_s + DRAIN_SLACK_S, 1)
+
+
+def _deployment_options(
+    args: ServeArgs, n_parallel: int, drain_s: float | None = None, ctx_tokens: int = 0
+) -> dict[str, Any]:
     opts: dict[str, Any] = {
         "ray_actor_options": {
             "num_cpus": args.num_cpus,
@@ -100,7 +138,11 @@ def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
         # pyllama queues past its slots itself (deferred): a replica holding a prefix may
         # take a deeper queue before Serve's router looks elsewhere
         "max_ongoing_requests": args.max_ongoing_requests or 4 * n_parallel,
-        "graceful_shutdown_timeout_s": args.graceful_shutdown_timeout_s,
+        # past this many waiting for a replica, an ingress answers 503 at once
+        "max_queued_requests": (
+            args.max_queued_requests if args.max_queued_requests is not None else 8 * n_parallel
+        ),
+        "graceful_shutdown_timeout_s": drain_s if drain_s is not None else DRAIN_SLACK_S,
         "graceful_shutdown_wait_loop_s": 1.0,
         "health_check_period_s": args.health_check_period_s,
         "health_check_timeout_s": 30.0,
@@ -117,15 +159,19 @@ def _deployment_options(args: ServeArgs, n_parallel: int) -> dict[str, Any]:
         }
     else:
         opts["num_replicas"] = args.replicas
-    if args.router == "prefix":
-        opts["request_router_config"] = RequestRouterConfig(
-            request_router_class=ROUTER,
-            request_router_kwargs={
-                "decode_bytes": args.decode_bytes,
-                "block_bytes": args.block_bytes,
-                "capacity_blocks": args.capacity_blocks,
-            },
-        )
+    # the default router too is pyllama's class (policy pow2): broadcasts must pin a replica
+    opts["request_router_config"] = RequestRouterConfig(
+        request_router_class=ROUTER,
+        request_router_kwargs={
+            "decode_bytes": args.decode_bytes,
+            "block_bytes": args.block_bytes,
+            # until each replica reports its own: what -c holds
+            "capacity_blocks": args.capacity_blocks
+            or cachesize.capacity_blocks(ctx_tokens or UNKNOWN_CTX, 0, None, args.block_bytes),
+            "policy": "prefix" if args.router == "prefix" else "pow2",
+        },
+        request_routing_stats_period_s=args.routing_stats_period_s,
+    )
     return opts
 
 
@@ -137,12 +183,17 @@ def build_app(args: dict[str, Any] | ServeArgs) -> Application:
     argv = args.argv()
     settings = parse_server_args(argv)
     n_parallel = settings.n_parallel if settings.n_parallel > 0 else AUTO_PARALLEL
-    replica = serve.deployment(PyllamaReplica, name=f"{args.name}-replica").options(
-        **_deployment_options(args, n_parallel)
-    )
+    drain_s = drain_limit_s(args, settings)
+    opts = _deployment_options(args, n_parallel, drain_s, settings.n_ctx)
+    replica_init = (argv, args.block_bytes, args.decode_bytes, args.capacity_blocks)
+    replica = serve.deployment(PyllamaReplica, name=f"{args.name}-replica").options(**opts)
+    ingress_init = (args.block_bytes, settings.max_body_bytes)
     ingress = serve.deployment(PyllamaIngress, name=args.name).options(
-        num_replicas=1,
+        num_replicas=args.ingress_replicas,
         max_ongoing_requests=10_000,  # it only waits on replicas; they bound the work
         ray_actor_options={"num_cpus": 0},
+        # every stream crosses an ingress: it drains as long as the replicas do
+        graceful_shutdown_timeout_s=drain_s,
+        graceful_shutdown_wait_loop_s=1.0,
     )
-    return ingress.bind(replica.bind(argv), args.block_bytes, settings.max_body_bytes)
+    return ingress.bind(replica.bind(*replica_init), *ingress_init)
