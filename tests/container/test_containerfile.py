@@ -157,3 +157,15 @@ def test_the_downward_api_rounds_cpu_up():
     assert kserve_run.env_value(ref, {"cpu": "1500m"}) == "2"
     assert kserve_run.env_value(ref, {"cpu": "4"}) == "4"
     assert kserve_run.memory_bytes("4Gi") == 4 * 2**30
+
+
+def test_the_ray_image_is_the_cpu_image_with_the_ray_extra():
+    """deploy/ray/rayservice.yaml runs pyllama:ray: the CPU Containerfile with
+    EXTRAS=server,ray, extras that pyllama-engine declares."""
+    text = CONTAINERFILES["cpu"].read_text()
+    assert "ARG EXTRAS=server" in text.splitlines()
+    assert '"pyllama-engine[${EXTRAS}]==${PYLLAMA_VERSION}"' in text
+    extras = importlib.metadata.distribution("pyllama-engine").metadata.get_all("Provides-Extra")
+    assert {"server", "ray"} <= set(extras or [])
+    rayservice = (CONTAINERFILES["cpu"].parents[1] / "ray" / "rayservice.yaml").read_text()
+    assert "image: pyllama:ray" in rayservice and "EXTRAS=server,ray" in rayservice
