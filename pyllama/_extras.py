@@ -19,7 +19,7 @@ DISTRIBUTION = "pyllama-engine"
 EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("starlette", "uvicorn", "orjson", "pydantic", "anyio", "httpx"),
     "convert": ("gguf",),
-    "ray": ("ray", "starlette", "pydantic"),
+    "ray": ("ray", "starlette", "pydantic", "gguf"),
 }
 
 
