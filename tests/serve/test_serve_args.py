@@ -68,7 +68,7 @@ def test_server_args_are_split_as_a_shell_would():
 def test_defaults():
     args = _args()
     assert args.replicas == 1 and args.router == "prefix" and args.max_replicas is None
-    assert args.name == "pyllama" and args.ingress_replicas == 2
+    assert args.name == "pyllama" and args.ingress_replicas == 1
     assert args.graceful_shutdown_timeout_s is None and args.capacity_blocks is None
 
 
@@ -170,7 +170,7 @@ def test_build_app_needs_no_cluster():
     assert isinstance(app, Application)
     ingress = app._bound_deployment
     assert ingress.name == "pyllama"
-    assert ingress.num_replicas == 2
+    assert ingress.num_replicas == 1
     replica_app, block_bytes, max_body = ingress.init_args
     assert isinstance(replica_app, Application)
     replica = replica_app._bound_deployment

@@ -67,7 +67,7 @@ class ServeArgs(BaseModel):
         1.0, gt=0, description="how often replicas report their blocks and load to the routers"
     )
     block_bytes: int = Field(BLOCK_BYTES, ge=16)
-    ingress_replicas: int = Field(2, ge=1, description="HTTP ingress replicas")
+    ingress_replicas: int = Field(1, ge=1, description="HTTP ingress replicas")
     num_cpus: float = Field(1.0, ge=0, description="CPUs per replica (also -t if none given)")
     num_gpus: float = Field(0.0, ge=0)
     resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources")
