@@ -23,6 +23,19 @@ GATEWAY = HERE.parents[1] / "deploy" / "kubernetes" / "overlays" / "gateway"
 KUBERNETES = "1.30"
 
 
+def _edited(obj: dict, path: tuple, value: object) -> dict:
+    """A copy of ``obj`` with the field at ``path`` set to ``value`` (None: removed)."""
+    obj = copy.deepcopy(obj)
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is None:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return obj
+
+
 def _crd_files() -> dict[tuple[str, str], Path]:
     """(apiVersion, lower-case kind) -> schema file, named kind.group_version.json."""
     found = {}
@@ -146,15 +159,7 @@ def test_custom_resources_validate(all_objects):
 def test_the_crd_schemas_catch_mistakes(rendered, kind, path, value):
     """The closed CRD schemas reject what the API server would: proof that they check."""
     (obj,) = [o for o in rendered["gateway-istio"] if o["kind"] == kind]
-    obj = copy.deepcopy(obj)
-    parent = obj
-    for key in path[:-1]:
-        parent = parent[key]
-    if value is None:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
-    assert _errors(obj)
+    assert _errors(_edited(obj, path, value))
 
 
 @pytest.mark.parametrize(
@@ -173,15 +178,7 @@ def test_the_crd_schemas_catch_mistakes(rendered, kind, path, value):
 )
 def test_the_new_crd_schemas_catch_mistakes(all_objects, where, kind, path, value):
     (obj,) = [o for w, o in all_objects if w.startswith(where) and o["kind"] == kind]
-    obj = copy.deepcopy(obj)
-    parent = obj
-    for key in path[:-1]:
-        parent = parent[key]
-    if value is None:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
-    assert _errors(obj)
+    assert _errors(_edited(obj, path, value))
 
 
 def _picker_validator() -> jsonschema.Draft7Validator:
