@@ -160,6 +160,8 @@ def main() -> int:
         a.model = demo_model()
     from ray import serve
 
+    from pyllama.serve.rayserve.app import ServeArgs
+
     record: dict[str, Any] = {
         "bench": "ray_router",
         "date": time.strftime("%Y-%m-%d"),
@@ -170,6 +172,8 @@ def main() -> int:
         "seed": a.seed,
         "cluster": "2 local Ray nodes x 1 CPU, 2 replicas (-t 1 each)",
         "ingress": a.ingress,
+        # the router's near-tie rule (pyllama.serve.placement), as deployed
+        "balance": ServeArgs.model_fields["balance"].default,
         "results": {},
     }
     ingresses = [int(n) for n in a.ingress.split(",")]

@@ -68,7 +68,7 @@ def test_server_args_are_split_as_a_shell_would():
 def test_defaults():
     args = _args()
     assert args.replicas == 1 and args.router == "prefix" and args.max_replicas is None
-    assert args.name == "pyllama" and args.ingress_replicas == 1
+    assert args.name == "pyllama" and args.ingress_replicas == 2
     assert args.graceful_shutdown_timeout_s is None and args.capacity_blocks is None
 
 
@@ -170,7 +170,7 @@ def test_build_app_needs_no_cluster():
     assert isinstance(app, Application)
     ingress = app._bound_deployment
     assert ingress.name == "pyllama"
-    assert ingress.num_replicas == 1
+    assert ingress.num_replicas == 2
     replica_app, block_bytes, max_body = ingress.init_args
     assert isinstance(replica_app, Application)
     replica = replica_app._bound_deployment
@@ -274,6 +274,7 @@ def test_router_options():
         "block_bytes": 64,
         "capacity_blocks": 100,
         "policy": "prefix",
+        "balance": 0.25,
     }
     assert config.request_routing_stats_period_s == 1.0
     # Serve's policy in pyllama's class: broadcasts pin a replica through it

@@ -60,6 +60,11 @@ class ServeArgs(BaseModel):
     decode_bytes: int = Field(
         1024, ge=0, description="prefix router: an answer's cost in bytes of prompt evaluated"
     )
+    balance: float = Field(
+        0.25,
+        ge=0,
+        description="prefix router: a replica this share busier than the best is as good",
+    )
     capacity_blocks: int | None = Field(
         None, ge=1, description="prefix index blocks per replica (default: from -c, --cache-ram)"
     )
@@ -67,7 +72,9 @@ class ServeArgs(BaseModel):
         1.0, gt=0, description="how often replicas report their blocks and load to the routers"
     )
     block_bytes: int = Field(BLOCK_BYTES, ge=16)
-    ingress_replicas: int = Field(1, ge=1, description="HTTP ingress replicas")
+    ingress_replicas: int = Field(
+        2, ge=1, description="HTTP ingress replicas (two: no single point of failure)"
+    )
     num_cpus: float = Field(1.0, ge=0, description="CPUs per replica (also -t if none given)")
     num_gpus: float = Field(0.0, ge=0)
     resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources")
@@ -169,6 +176,7 @@ def _deployment_options(
             "capacity_blocks": args.capacity_blocks
             or cachesize.capacity_blocks(ctx_tokens or UNKNOWN_CTX, 0, None, args.block_bytes),
             "policy": "prefix" if args.router == "prefix" else "pow2",
+            "balance": args.balance,
         },
         request_routing_stats_period_s=args.routing_stats_period_s,
     )

@@ -4,8 +4,9 @@ Ray Serve's proxy passes an HTTP request on before its body has arrived, so a ro
 behind the proxy cannot see the prompt. The ingress reads the body first, hashes the prompt's
 blocks (``pyllama.serve.prefix``), and calls the model deployment through a handle whose
 router (``PrefixAffinityRouter``) can read them. The response streams back part by part.
-Several ingress replicas may run (``ingress_replicas``, 1 by default): their routers share what the
-replicas report, and one that dies loses only the requests it was carrying.
+Several ingress replicas run (``ingress_replicas``, 2 by default): their routers share what the
+replicas report and place new prompts alike (``pyllama.serve.placement``), and one that dies
+loses only the requests it was carrying.
 
 A request whose replica dies before the response starts (a non-streamed answer starts only
 when it is complete) is sent again to another replica, up to ``retries`` times, then it is

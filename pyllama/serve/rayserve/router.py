@@ -5,9 +5,10 @@ there. The work of a request on a replica is the part of its prompt that replica
 evaluate (its prompt's blocks past the longest prefix that replica holds) plus a fixed cost
 for generating (``decode_bytes``); a replica's waiting work is the sum over its requests
 that have not completed. So a shared prefix keeps its requests on the replica that has it as
-long as queueing there costs less than evaluating the prefix again elsewhere, and prompts
-nobody has seen go where the least work waits; ties go to the replica holding the fewest
-blocks (new prefixes spread out), then to chance. Ray's router base class tries the returned
+long as queueing there costs less than evaluating the prefix again elsewhere. Near ties
+(within an answer's cost and ``balance`` of the best score) go to the replica holding the
+longest prefix, then to the prompt's rendezvous order, so that several ingresses place a new
+prefix alike (``pyllama.serve.placement``). Ray's router base class tries the returned
 ranks in order: the first with a replica that has room (``max_ongoing_requests``) gets it.
 
 Why work and not request counts: on a cache miss a replica evaluates the whole prefix (on a
@@ -47,6 +48,7 @@ from ray.serve.request_router import (
 
 from pyllama.serve.affinity import PrefixIndex
 from pyllama.serve.inproc import Forwarded
+from pyllama.serve.placement import Option, order
 from pyllama.serve.prefix import BLOCK_BYTES
 
 __all__ = ["PrefixAffinityRouter", "request_work"]
@@ -90,11 +92,14 @@ class PrefixAffinityRouter(RequestRouter):
         block_bytes: int = BLOCK_BYTES,
         capacity_blocks: int = 65536,
         policy: str = "prefix",
+        balance: float = 0.25,
         **kwargs: Any,
     ) -> None:
         """``request_router_kwargs``: ``decode_bytes`` (the cost of generating an answer, in
         bytes of prompt evaluated), ``block_bytes`` (the ingress's block size),
         ``capacity_blocks`` (blocks remembered per replica until it reports its own),
+        ``balance`` (a replica this share of the best score busier is as good: where the
+        prompt's prefix is held, or its rendezvous order, decides; ``pyllama.serve.placement``),
         ``policy``: ``prefix``, or ``pow2`` (Serve's default policy: two replicas at random,
         the shorter queue; kept in this class so that broadcasts can pin a replica)."""
         if kwargs:
@@ -102,6 +107,7 @@ class PrefixAffinityRouter(RequestRouter):
         if policy not in ("prefix", "pow2"):
             raise ValueError(f"unknown routing policy {policy!r}")
         self.policy = policy
+        self.balance = float(balance)
         self.decode_bytes = int(decode_bytes)
         self.block_bytes = int(block_bytes)
         self.index = PrefixIndex(int(capacity_blocks))  # what this router sent since reports
@@ -156,29 +162,29 @@ class PrefixAffinityRouter(RequestRouter):
             return [random.sample(candidate_replicas, min(2, len(candidate_replicas)))]
         req = req or Forwarded("POST", "")
         shuffled = random.sample(candidate_replicas, len(candidate_replicas))  # ties: chance
-        work = {
-            r.replica_id: request_work(
-                req, self._match(r, req.prefix_blocks), self.block_bytes, self.decode_bytes
+        options = []
+        for r in shuffled:
+            matched = self._match(r, req.prefix_blocks)
+            options.append(
+                Option(
+                    replica=r,
+                    name=r.replica_id.unique_id,
+                    waiting=self._waiting(r, req.origin),
+                    work=request_work(req, matched, self.block_bytes, self.decode_bytes),
+                    matched=matched,
+                    held=self.index.size(r.replica_id) + len(self._report(r).blocks),
+                )
             )
-            for r in shuffled
-        }
-        scored = sorted(
-            (
-                self._waiting(r, req.origin) + work[r.replica_id],
-                self.index.size(r.replica_id) + len(self._report(r).blocks),
-                k,
-                r,
-            )
-            for k, r in enumerate(shuffled)
-        )
-        if scored and pending_request is not None:
+        key = req.prefix_blocks[0] if req.prefix_blocks else None
+        ranked = order(options, key, self.decode_bytes, self.balance)
+        if ranked and pending_request is not None:
             now = time.monotonic()
             for key in [k for k, (_, _, t) in self._choosing.items() if now - t >= _CHOOSING_S]:
                 del self._choosing[key]
-            best = scored[0][3].replica_id
+            best = ranked[0]
             rid = pending_request.metadata.internal_request_id
-            self._choosing[rid] = (best, work[best], now)
-        return [[r] for *_, r in scored]
+            self._choosing[rid] = (best.replica.replica_id, best.work, now)
+        return [[o.replica] for o in ranked]
 
     def on_request_routed(
         self, pending_request: PendingRequest, replica_id: ReplicaID, result: ReplicaResult
