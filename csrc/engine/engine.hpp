@@ -305,9 +305,10 @@ private:
     bool stopping_ = false;
     std::atomic<uint64_t> next_id_{1};
     std::atomic<int32_t> n_waiting_{0};  // tasks in inbox_ + queue_
-    // admission: slots claimed by tasks submitted and not yet finished or cancelled
-    std::unordered_map<uint64_t, int32_t> live_;
-    int32_t live_load_ = 0;
+    // admission: slots claimed by tasks submitted and not yet finished or cancelled (a
+    // completion its n_cmpl; the inputs of one embedding request share one)
+    std::unordered_map<uint64_t, double> live_;
+    double live_load_ = 0;
     void forget_live(uint64_t id);
 
     // outbox

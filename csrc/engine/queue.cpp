@@ -119,16 +119,24 @@ uint64_t Engine::submit(TaskParams p) {
 std::vector<uint64_t> Engine::submit_many(std::vector<TaskParams> ps) {
     if (ps.empty()) throw std::invalid_argument("no tasks");
     std::vector<std::shared_ptr<TaskState>> tasks;
-    int32_t load = 0;
+    // max_queue bounds requests: a completion counts its n_cmpl sequences, an embedding or
+    // rerank request one whatever its inputs (a batch of 256 texts is one request, which
+    // llama-server takes as well; its inputs still wait for slots one by one)
+    size_t n_inputs = 0;
     for (auto & p : ps) {
         tasks.push_back(prepare(std::move(p)));
-        load += tasks.back()->params.n_cmpl;
+        if (tasks.back()->params.kind != TaskKind::Completion) ++n_inputs;
     }
+    auto weight = [&](const TaskState & t) {
+        return t.params.kind == TaskKind::Completion ? static_cast<double>(t.params.n_cmpl) : 1.0 / static_cast<double>(n_inputs);
+    };
+    double load = 0;
+    for (auto & t : tasks) load += weight(*t);
     std::vector<uint64_t> ids;
     {
         std::lock_guard<std::mutex> lk(in_mu_);
         if (stopping_) throw std::runtime_error("the engine is stopped");
-        if (live_load_ + load > params_.max_queue + params_.n_parallel) {
+        if (live_load_ + load > params_.max_queue + params_.n_parallel + 1e-6) {
             throw OverloadedError("the server is busy: " + std::to_string(live_.size()) + " requests in flight");
         }
         {
@@ -139,8 +147,8 @@ std::vector<uint64_t> Engine::submit_many(std::vector<TaskParams> ps) {
             }
         }
         for (auto & t : tasks) {
-            live_[t->id] = t->params.n_cmpl;
-            live_load_ += t->params.n_cmpl;
+            live_[t->id] = weight(*t);
+            live_load_ += live_[t->id];
             n_waiting_++;
             ids.push_back(t->id);
             inbox_.push_back(std::move(t));
@@ -156,6 +164,7 @@ void Engine::forget_live(uint64_t id) {
     if (it == live_.end()) return;
     live_load_ -= it->second;
     live_.erase(it);
+    if (live_.empty()) live_load_ = 0;  // no drift from the shares' rounding
 }
 
 void Engine::cancel(uint64_t id) {

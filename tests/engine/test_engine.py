@@ -234,6 +234,40 @@ def test_batched_embeddings(model):
         ae.close()
 
 
+def test_an_embedding_request_counts_once_against_the_queue(model):
+    """--max-queue bounds requests: 64 inputs of one embedding request are one (a batch of
+    texts is what retrieval clients send; llama-server takes it whole). Completions still
+    count one a sequence."""
+    eng = open_engine(
+        model, n_parallel=1, n_ctx=512, n_threads=2, embeddings=True, pooling=1, max_queue=0
+    )
+    ae = AsyncEngine(eng)
+
+    def embed_task(i: int) -> _core.TaskParams:
+        p = _core.TaskParams()
+        p.kind = _core.TaskKind.EMBEDDING
+        p.prompt = model.tokenize(f"text number {i}", True, True)
+        return p
+
+    try:
+
+        async def go():
+            streams = ae.submit_many([embed_task(i) for i in range(64)])
+            finals = []
+            for s in streams:
+                async for ev in s:
+                    if ev.done:
+                        finals.append(ev)
+            with pytest.raises(_core.OverloadedError):  # three completions are three
+                ae.submit_many([task(model, f"completion {i}", n=4) for i in range(3)])
+            return finals
+
+        finals = run(go())
+        assert len(finals) == 64 and all(len(f.embedding) == model.n_embd for f in finals)
+    finally:
+        ae.close()
+
+
 def test_slot_save_restore_continues_identically(model, tmp_path):
     prompt = "The old lighthouse keeper looked at the sea and said"
     eng = open_engine(model, n_parallel=2, n_ctx=4096, n_threads=2)
