@@ -12,7 +12,9 @@ For each concurrency C, in one run with the same model, threads and KV layout (u
 * the engine: C tasks from the same prompt submitted together, the same chain, stopping at
   an end-of-generation token as llama-batched does.
 
-Modes: ``greedy`` (temperature 0), ``temp`` (0.8, seed 42), ``probs`` (greedy with
+Modes: ``greedy`` (temperature 0: on the CPU the engine picks it in the graph by default),
+``greedy_host`` (the same with the engine's ``graph_greedy=False``: read back and picked on
+the host, as llama-server without ``-bs``), ``temp`` (0.8, seed 42), ``probs`` (greedy with
 n_probs 10; llama-batched has no such option, so only the ceiling compares) and ``bs``
 (greedy with backend sampling on both sides). ``host_us`` is the engine's own counter: the
 loop thread's time outside llama_decode per busy sequence per step.
@@ -32,7 +34,7 @@ import sys
 from pathlib import Path
 
 PROMPT = "Hello my name is"
-MODES = ("greedy", "temp", "probs", "bs")
+MODES = ("greedy", "greedy_host", "temp", "probs", "bs")
 
 
 def tiny_model(cache: Path) -> Path:
@@ -166,6 +168,7 @@ def main() -> int:
                 n_ubatch=512,
                 n_threads=args.threads,
                 kv_unified=True,
+                graph_greedy=mode != "greedy_host",
             )
             ae = AsyncEngine(eng)
             asyncio.run(run_engine(ae, eng, prompt, 1, 8, mode))  # warm-up

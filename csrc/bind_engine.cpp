@@ -232,7 +232,7 @@ void register_engine(py::module_ & m) {
                          std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
                          std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min,
                          bool cont_batching, int32_t n_ctx_checkpoints, int32_t checkpoint_min_step,
-                         bool draft_backend_sampling) {
+                         bool draft_backend_sampling, bool graph_greedy) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -294,6 +294,7 @@ void register_engine(py::module_ & m) {
                  p.n_ctx_checkpoints = n_ctx_checkpoints;
                  p.checkpoint_min_step = checkpoint_min_step;
                  p.draft_backend_sampling = draft_backend_sampling;
+                 p.graph_greedy = graph_greedy;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -323,13 +324,15 @@ void register_engine(py::module_ & m) {
              py::arg("ngram") = std::optional<engine::NgramSpec>{}, py::arg("share_prefix") = true,
              py::arg("share_min") = 32, py::arg("cont_batching") = true,
              py::arg("n_ctx_checkpoints") = 32, py::arg("checkpoint_min_step") = 8192,
-             py::arg("draft_backend_sampling") = false,
+             py::arg("draft_backend_sampling") = false, py::arg("graph_greedy") = true,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "
              "share_prefix: a prompt prefix another slot holds or is evaluating (at least share_min "
              "tokens more than the slot's own cache) is copied from it instead of evaluated again; "
-             "draft_backend_sampling: the draft model's top-10 pick runs inside its graph.")
+             "draft_backend_sampling: the draft model's top-10 pick runs inside its graph; "
+             "graph_greedy: greedy tasks pick in the graph on the CPU backend (the host's token) "
+             "without backend_sampling too.")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

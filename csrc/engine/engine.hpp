@@ -106,6 +106,10 @@ struct EngineParams {
     std::string draft_type_v;
     // --spec-draft-backend-sampling: the draft model's top-10 pick runs inside its graph
     bool draft_backend_sampling = false;
+    // greedy tasks pick in the graph (engine/graph_greedy) even without backend_sampling,
+    // where the pick is pyllama's CPU node: the same token as the host's argmax, without
+    // reading each sequence's logits row back (off: the host picks, as llama-server)
+    bool graph_greedy = true;
 };
 
 struct SlotInfo {
@@ -270,6 +274,7 @@ private:
     EngineParams params_;
     // -bs greedy picks in the graph (engine/graph_greedy); before ctx_: outlives its graphs
     std::unique_ptr<GraphGreedy> graph_greedy_;
+    int8_t greedy_on_cpu_ = -1;  // whether its stage runs on the CPU node (-1: not yet tried)
     std::unique_ptr<Context> ctx_;
     std::shared_ptr<Projector> projector_;
     std::unique_ptr<Context> dctx_;  // draft model context (speculative decoding), or null

@@ -229,6 +229,11 @@ bool GraphGreedy::attached(const Sampler & chain) {
     return stage && state(stage)->accepted;
 }
 
+bool GraphGreedy::on_cpu(const Sampler & chain) {
+    const llama_sampler * stage = llama_sampler_chain_get(chain.get(), 0);
+    return stage && state(stage)->accepted && state(stage)->cpu;
+}
+
 bool GraphGreedy::rebias(const Sampler & chain, const SparseBias & bias) {
     GreedyStage * st = state(llama_sampler_chain_get(chain.get(), 0));
     if (!st->cpu && !bias.empty()) return false;

@@ -36,6 +36,8 @@ public:
     Sampler chain(const SparseBias & bias);
     // Whether the chain's stage accepted the backend at llama_set_sampler (backend_init).
     static bool attached(const Sampler & chain);
+    // Whether that stage picks with pyllama's CPU node (the host's rule exactly).
+    static bool on_cpu(const Sampler & chain);
     // An attached chain's stage takes another task's bias, where it can pick with it (off
     // the CPU only an empty one). Loop thread, between decodes: a graph reads it when it runs.
     static bool rebias(const Sampler & chain, const SparseBias & bias);

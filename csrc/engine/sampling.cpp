@@ -24,27 +24,37 @@ void Engine::attach_sampler(Slot & s) {
     // (common_sampler_init), nor when the logits before sampling are wanted (n_probs without
     // post_sampling_probs). pyllama's own: n > 1 completions each sample the shared prompt's
     // last row on the host (llama-server's children would read the parent's backend token).
-    const bool want = s.chain && tp.sampling.backend_sampling && !s.grammar && !s.budget &&
-                      !(tp.n_probs > 0 && !tp.post_sampling_probs) && tp.n_cmpl == 1;
+    const bool eligible = s.chain && !s.grammar && !s.budget && !(tp.n_probs > 0 && !tp.post_sampling_probs) &&
+                          tp.n_cmpl == 1;
+    const bool want = eligible && tp.sampling.backend_sampling;
     // a plain greedy chain keeps only the argmax: one stage picks it in the graph instead of
     // the chain's every stage (engine/graph_greedy.hpp); with probabilities wanted the
-    // chain's own stages must leave candidates
-    const bool greedy = want && s.task->greedy && tp.n_probs == 0;
+    // chain's own stages must leave candidates. Without backend_sampling a greedy task
+    // still picks there where the pick is the CPU node's (graph_greedy: the host's token)
+    const bool plain = eligible && s.task->greedy && tp.n_probs == 0;
+    const bool greedy = plain && (want || (params_.graph_greedy && greedy_on_cpu_ != 0));
+    auto usable = [&](const Sampler & g) { return want || GraphGreedy::on_cpu(g); };
     if (s.graph_chain) {  // parked by the slot's last task
-        if (greedy && GraphGreedy::rebias(*s.graph_chain, s.task->bias)) {
+        if (greedy && usable(*s.graph_chain) && GraphGreedy::rebias(*s.graph_chain, s.task->bias)) {
             s.backend = true;
             return;
         }
         ctx_->set_sampler(s.id, nullptr);
         s.graph_chain.reset();  // after the context let go of it
     }
-    if (!want) return;
+    if (!greedy && !want) return;
     std::optional<Sampler> g;
     if (greedy) {
         g = graph_greedy_->chain(s.task->bias);
-        if (ctx_->set_sampler(s.id, g->get()) && GraphGreedy::attached(*g)) {
+        const bool set = ctx_->set_sampler(s.id, g->get());
+        if (set && GraphGreedy::attached(*g)) greedy_on_cpu_ = GraphGreedy::on_cpu(*g) ? 1 : 0;
+        if (set && GraphGreedy::attached(*g) && usable(*g)) {
             s.graph_chain = std::move(g);
             s.backend = true;
+            return;
+        }
+        if (!want) {  // the stage runs off the CPU: the host picks, as asked
+            ctx_->set_sampler(s.id, nullptr);
             return;
         }
     }

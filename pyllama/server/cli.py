@@ -275,6 +275,7 @@ def parse_args(
         prefix_share_min=a.prefix_share_min,
         cont_batching=a.cont_batching is not False,
         backend_sampling=bool(a.backend_sampling),
+        host_greedy=bool(a.host_greedy),
         draft_backend_sampling=a.draft_backend_sampling is not False,
         slot_prompt_similarity=a.slot_prompt_similarity,
         model_draft=a.model_draft,

@@ -84,6 +84,7 @@ def engine_options(s: Settings) -> dict[str, Any]:
         n_ctx_checkpoints=s.context.ctx_checkpoints,
         swa_full=s.context.swa_full,
         checkpoint_min_step=s.context.checkpoint_min_step,
+        graph_greedy=not s.host_greedy,
         draft_backend_sampling=s.draft_backend_sampling,
     )
 

@@ -221,6 +221,7 @@ class Settings:
     prefix_share_min: int = 32
     cont_batching: bool = True  # -nocb: prompts wait for a step where nothing generates
     backend_sampling: bool = False  # -bs: every request's default backend_sampling
+    host_greedy: bool = False  # --host-greedy: greedy picks on the host even on the CPU (pyllama's)
     draft_backend_sampling: bool = True  # --[no-]spec-draft-backend-sampling (llama-server: on)
     spec_types: list[str] = field(default_factory=list)  # --spec-type; empty: none
     ngram: NgramOptions = field(default_factory=NgramOptions)  # for --spec-type ngram-*

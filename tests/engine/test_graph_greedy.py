@@ -3,7 +3,9 @@
 every greedy sequence's row with the vectorised biased argmax, where llama.cpp's own greedy
 stage is a scalar one-thread GGML_OP_ARGMAX per sequence behind a copy of all the logits).
 The tokens are the host path's, the logit bias and ignore_eos included, in a wave of
-sequences sampled both ways at once too, and the counters say the graph picked every one."""
+sequences sampled both ways at once too, and the counters say the graph picked every one.
+Engines here pick greedy tokens on the host unless asked (``graph_greedy=False``); the last
+tests check the default, where greedy tasks pick in the graph on the CPU without -bs."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def model(smollm_path: str) -> _core.Model:
 def _run(
     model: _core.Model, backend: bool, n: int = 24, prompt: str = PROMPT, **kw: object
 ) -> tuple[list[int], dict]:
-    eng = open_engine(model, n_parallel=2, n_ctx=1024, n_threads=2)
+    eng = open_engine(model, graph_greedy=False, n_parallel=2, n_ctx=1024, n_threads=2)
     try:
         sampling = make_sampling_params(temperature=0, **kw)
         sampling.backend_sampling = backend
@@ -91,7 +93,15 @@ def _wave(model: _core.Model, runs: list[tuple[str, bool, dict]]) -> tuple[list[
     """Every (prompt, backend, sampling fields) task started together in one engine; a small
     batch so that the long prompt takes several steps while the others generate (its
     stage attached, idle: llama.cpp points an idle sequence's stage at row 0)."""
-    eng = open_engine(model, n_parallel=len(runs), n_ctx=4096, n_batch=64, n_ubatch=64, n_threads=2)
+    eng = open_engine(
+        model,
+        graph_greedy=False,
+        n_parallel=len(runs),
+        n_ctx=4096,
+        n_batch=64,
+        n_ubatch=64,
+        n_threads=2,
+    )
     ae = AsyncEngine(eng)
     try:
         tasks = []
@@ -149,8 +159,8 @@ def test_a_parked_stage_serves_the_next_task_or_lets_go(
         (PROMPT, True, {"temperature": 0.8, "seed": 3}),
         (PROMPT, True, {}),
     ]
-    eng = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
-    ref = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
+    eng = open_engine(model, graph_greedy=False, n_parallel=1, n_ctx=1024, n_threads=2)
+    ref = open_engine(model, graph_greedy=False, n_parallel=1, n_ctx=1024, n_threads=2)
     try:
         for prompt, backend, kw in runs:
             tokens = model.tokenize(prompt, True, True)
@@ -171,7 +181,7 @@ def test_a_parked_stage_serves_the_next_task_or_lets_go(
 
 
 def _n2(model: _core.Model, park: bool) -> tuple[dict[int, list[int]], dict]:
-    eng = open_engine(model, n_parallel=2, n_ctx=1024, n_threads=2)
+    eng = open_engine(model, graph_greedy=False, n_parallel=2, n_ctx=1024, n_threads=2)
     ae = AsyncEngine(eng)
     tokens = model.tokenize(PROMPT, True, True)
     sampling = make_sampling_params(temperature=0)
@@ -201,3 +211,34 @@ def test_n_completions_let_parked_stages_go(model: _core.Model) -> None:
     after, m = _n2(model, True)
     assert after == host and len(after[0]) == 16
     assert m["n_graph_greedy_rows"] == 16 and m["n_sampled_host"] == 32
+
+
+def _default_engine(model: _core.Model, n_probs: int = 0, **kw: object) -> tuple[list[int], dict]:
+    eng = open_engine(model, n_parallel=2, n_ctx=1024, n_threads=2)  # graph_greedy: default
+    try:
+        sampling = make_sampling_params(**{"temperature": 0, **kw})
+        tokens = model.tokenize(PROMPT, True, True)
+        task = make_task(tokens, n_predict=24, sampling=sampling, n_probs=n_probs)
+        events = list(generate(eng, task))
+        assert not [e.message for e in events if e.type == "error"]
+        return [e.token for e in events if e.type == "token" and e.token >= 0], eng.metrics()
+    finally:
+        eng.stop()
+
+
+def test_greedy_picks_in_the_graph_by_default(model: _core.Model, plain: list[int]) -> None:
+    """Without -bs (backend_sampling false, llama-server's default) a plain greedy task
+    still picks in the graph on the CPU: the host's tokens, no logits row read back."""
+    tokens, m = _default_engine(model)
+    assert tokens == plain
+    assert m["n_graph_greedy_rows"] == len(tokens) == m["n_sampled_backend"]
+    assert m["n_sampled_host"] == 0
+
+
+@pytest.mark.parametrize(
+    "kw", [{"temperature": 0.8, "seed": 3}, {"n_probs": 2}], ids=["sampling", "n_probs"]
+)
+def test_other_tasks_stay_on_the_host_by_default(model: _core.Model, kw: dict) -> None:
+    """Sampling, and greedy with probabilities wanted (n_probs), read the logits on the host."""
+    tokens, m = _default_engine(model, **kw)
+    assert tokens and m["n_graph_greedy_rows"] == 0 and m["n_sampled_backend"] == 0

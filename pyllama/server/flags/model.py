@@ -324,7 +324,7 @@ def model_options(
     if a.defrag_thold is not None:
         warn("DEPRECATED: --defrag-thold is deprecated and no longer necessary to specify")
     if a.checkpoint_min_step < 0:
-        raise ValueError("checkpoint-min-step must be non-negative")
+        raise ValueError("--checkpoint-min-step must be non-negative")
     if a.ctx_checkpoints < 0:
         raise ValueError("--ctx-checkpoints must be >= 0")
     load = LoadOptions(

@@ -363,6 +363,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         help="sample inside the decode graph by default (a request's backend_sampling); "
         "a grammar, a reasoning budget or n_probs without post_sampling_probs keep it on the host",
     )
+    flag(
+        "--host-greedy",
+        action="store_true",
+        env="PYLLAMA_HOST_GREEDY",
+        conv=env_bool,
+        help="pyllama: pick greedy tokens on the host, as llama-server without -bs (default: "
+        "in the decode graph where the logits are on the CPU, the same tokens without reading "
+        "each sequence's logits back)",
+    )
     section("speculative")
     flag("--spec-type", env="LLAMA_ARG_SPEC_TYPE", help="none or draft-simple (comma list)")
     flag("--spec-synth-len", type=float, env="LLAMA_ARG_SPEC_SYNTH_LEN", help="benchmarking")
