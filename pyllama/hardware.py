@@ -2,15 +2,19 @@
 devices.
 
 Every backend is a module in ``pyllama/lib/``: the CPU in one or several variants
-(``libggml-cpu-haswell.so`` ...; a source build has one ``libggml-cpu.so``), and GPU
+(``libggml-cpu-haswell.so`` ...: a release wheel has every one, a source build the portable
+x86-64-v3 module alone, or with the build machine's own variant where it has more), and GPU
 plugins when installed. At import the best CPU variant for this machine is loaded (never
 an AMX one on its own; ``PYLLAMA_CPU_VARIANT=haswell`` picks one, ``PYLLAMA_AMX=1``
-allows AMX), and each other backend's best module.
+allows AMX), and each other backend's best module. ``summary()`` (the server's start-up
+line) says which kernels run: the variant, its instruction sets, and what it was picked from.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyllama import _core
 
@@ -18,6 +22,8 @@ __all__ = [
     "Backend",
     "Device",
     "backends",
+    "cpu_features",
+    "cpu_modules",
     "cpu_uses_openmp",
     "cpu_variant",
     "devices",
@@ -58,6 +64,32 @@ def cpu_variant() -> str:
     return next((b.variant for b in backends() if b.name == "CPU"), "")
 
 
+def cpu_modules() -> list[str]:
+    """The CPU variants installed beside the one loaded, sorted ("" for a single module)."""
+    cpu = next((b for b in backends() if b.name == "CPU"), None)
+    if cpu is None:
+        return []
+    names = set()
+    for f in Path(cpu.path).parent.iterdir():
+        m = re.fullmatch(r"(?:lib)?ggml-cpu(?:-(.+?))?\.(?:so|dll|dylib)", f.name)
+        if m:
+            names.add(m.group(1) or "")
+    return sorted(names)
+
+
+_NOT_ISA = {"LLAMAFILE", "OPENMP", "REPACK", "KLEIDIAI", "ACCELERATE"}
+
+
+def cpu_features() -> list[str]:
+    """The instruction sets the loaded CPU kernels use ("AVX2", "AVX512"...), from ggml."""
+    m = re.search(r"CPU : (.*?)(?:\b[A-Za-z]\w* : |$)", _core.system_info())
+    if not m:
+        return []
+    return [
+        f for f, on in re.findall(r"(\w+) = (\d+)", m.group(1)) if on == "1" and f not in _NOT_ISA
+    ]
+
+
 def cpu_uses_openmp() -> bool:
     """Whether the CPU backend runs its compute threads with OpenMP (ggml's "OPENMP"
     feature) rather than ggml's own thread pool."""
@@ -65,13 +97,20 @@ def cpu_uses_openmp() -> bool:
 
 
 def summary() -> str:
-    """One line for logs: each device, and the CPU variant."""
+    """One line for logs: each device; for the CPU, the kernels in use and why those."""
     variant = cpu_variant()
     parts = []
     for d in devices():
         name = f"{d.name} ({d.description})"
-        if d.type == "cpu" and variant:
-            name += f", variant {variant}"
+        if d.type == "cpu":
+            features = " ".join(cpu_features()) or "generic"
+            modules = [m for m in cpu_modules() if m]
+            if not variant:
+                name += f", kernels: {features} (a single module)"
+            elif len(modules) > 1:
+                name += f", kernels {variant}: {features} (this CPU's best of {', '.join(modules)})"
+            else:
+                name += f", kernels {variant}: {features}"
         parts.append(name)
     return "; ".join(parts)
 
