@@ -143,6 +143,7 @@ def main() -> int:
                     "llama_server_texts_per_s": round(best["llama_server"], 1),
                     "ratio": round(best["pyllama"] / best["llama_server"], 3),
                     "ratio_median": round(statistics.median(paired), 3),
+                    "repeat": args.repeat,
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -331,8 +331,8 @@ void register_engine(py::module_ & m) {
              "share_prefix: a prompt prefix another slot holds or is evaluating (at least share_min "
              "tokens more than the slot's own cache) is copied from it instead of evaluated again; "
              "draft_backend_sampling: the draft model's top-10 pick runs inside its graph; "
-             "graph_greedy: greedy tasks pick in the graph on the CPU backend (the host's token) "
-             "without backend_sampling too.")
+             "graph_greedy: with 8 slots or more, greedy tasks pick in the graph on the CPU backend "
+             "(the host's token) without backend_sampling too.")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

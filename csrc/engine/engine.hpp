@@ -108,8 +108,12 @@ struct EngineParams {
     bool draft_backend_sampling = false;
     // greedy tasks pick in the graph (engine/graph_greedy) even without backend_sampling,
     // where the pick is pyllama's CPU node: the same token as the host's argmax, without
-    // reading each sequence's logits row back (off: the host picks, as llama-server)
+    // reading each sequence's logits row back (off: the host picks, as llama-server). Only
+    // with at least kGraphGreedySlots slots: the saving is ~8 us a sequence a step, while a
+    // slot that switches between greedy and sampled tasks pays llama.cpp's scheduler
+    // reserve (~3 ms on the demo model) at each switch
     bool graph_greedy = true;
+    static constexpr int32_t kGraphGreedySlots = 8;
 };
 
 struct SlotInfo {

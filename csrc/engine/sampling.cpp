@@ -32,7 +32,8 @@ void Engine::attach_sampler(Slot & s) {
     // chain's own stages must leave candidates. Without backend_sampling a greedy task
     // still picks there where the pick is the CPU node's (graph_greedy: the host's token)
     const bool plain = eligible && s.task->greedy && tp.n_probs == 0;
-    const bool greedy = plain && (want || (params_.graph_greedy && greedy_on_cpu_ != 0));
+    const bool by_default = params_.graph_greedy && params_.n_parallel >= EngineParams::kGraphGreedySlots;
+    const bool greedy = plain && (want || (by_default && greedy_on_cpu_ != 0));
     auto usable = [&](const Sampler & g) { return want || GraphGreedy::on_cpu(g); };
     if (s.graph_chain) {  // parked by the slot's last task
         if (greedy && usable(*s.graph_chain) && GraphGreedy::rebias(*s.graph_chain, s.task->bias)) {

@@ -213,8 +213,11 @@ def test_n_completions_let_parked_stages_go(model: _core.Model) -> None:
     assert m["n_graph_greedy_rows"] == 16 and m["n_sampled_host"] == 32
 
 
-def _default_engine(model: _core.Model, n_probs: int = 0, **kw: object) -> tuple[list[int], dict]:
-    eng = open_engine(model, n_parallel=2, n_ctx=1024, n_threads=2)  # graph_greedy: default
+def _default_engine(
+    model: _core.Model, n_probs: int = 0, n_parallel: int = 8, **kw: object
+) -> tuple[list[int], dict]:
+    # graph_greedy: the default
+    eng = open_engine(model, n_parallel=n_parallel, n_ctx=8 * 256, n_threads=2)
     try:
         sampling = make_sampling_params(**{"temperature": 0, **kw})
         tokens = model.tokenize(PROMPT, True, True)
@@ -228,11 +231,16 @@ def _default_engine(model: _core.Model, n_probs: int = 0, **kw: object) -> tuple
 
 def test_greedy_picks_in_the_graph_by_default(model: _core.Model, plain: list[int]) -> None:
     """Without -bs (backend_sampling false, llama-server's default) a plain greedy task
-    still picks in the graph on the CPU: the host's tokens, no logits row read back."""
+    still picks in the graph on the CPU, on an engine of 8 slots or more: the host's tokens,
+    no logits row read back. Below 8 the host picks (a slot switching between greedy and
+    sampled tasks would pay a scheduler reserve each time for little)."""
     tokens, m = _default_engine(model)
     assert tokens == plain
     assert m["n_graph_greedy_rows"] == len(tokens) == m["n_sampled_backend"]
     assert m["n_sampled_host"] == 0
+    tokens, m = _default_engine(model, n_parallel=7)
+    assert tokens == plain
+    assert m["n_graph_greedy_rows"] == 0 and m["n_sampled_host"] == len(tokens)
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ def _tokens(engine: _core.Engine, model: _core.Model, backend: bool, **kw: objec
 
 
 def test_speculative_backend_sampling_keeps_the_tokens(model: _core.Model) -> None:
-    plain = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2, graph_greedy=False)
+    plain = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
     try:
         want = [_tokens(plain, model, False, **case) for case in CASES]
         assert plain.metrics()["n_sampled_backend"] == 0

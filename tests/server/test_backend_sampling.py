@@ -77,26 +77,29 @@ def test_bs_samples_in_the_graph_with_the_same_tokens(host_url: str, bs_url: str
         runs = [_complete(url, **case) for case in CASES]
         outputs[name] = [r["tokens"] for r in runs]
         n = float(sum(r["tokens_predicted"] for r in runs))
-        greedy = float(runs[0]["tokens_predicted"])
         assert n >= 4 * 8
-        # every token of the default chain is picked in the graph with -bs; without it the
-        # sampled ones on the host, the greedy ones in the graph still (pyllama's CPU node,
-        # the host's tokens: --host-greedy turns that off)
-        want = {"backend": n} if name == "bs" else {"backend": greedy, "host": n - greedy}
-        assert _moved(url, before) == want
+        # every token of the default chain is picked in the graph with -bs, on the host without
+        # (with 2 slots greedy too: test_host_greedy_picks_greedy_tokens_on_the_host)
+        assert _moved(url, before) == ({"backend": n} if name == "bs" else {"host": n})
         assert all(r["generation_settings"]["backend_sampling"] is (name == "bs") for r in runs)
     assert outputs["bs"] == outputs["host"]
 
 
-def test_host_greedy_picks_greedy_tokens_on_the_host(smollm_path: str, host_url: str) -> None:
-    """--host-greedy: greedy tokens read from the logits on the host, as llama-server
-    without -bs; the same tokens as the default's in-graph pick."""
-    with running_server(*_args(smollm_path), "--host-greedy") as url:
-        before = _counters(url)
-        r = _complete(url, temperature=0)
-        assert _moved(url, before) == {"host": float(r["tokens_predicted"])}
-        assert r["generation_settings"]["backend_sampling"] is False
-    assert r["tokens"] == _complete(host_url, temperature=0)["tokens"]
+def test_host_greedy_picks_greedy_tokens_on_the_host(smollm_path: str) -> None:
+    """With 8 slots or more a greedy request picks in the graph by default (pyllama's CPU
+    node, no logits read back) and reports backend_sampling false as asked; --host-greedy
+    reads the logits on the host, as llama-server without -bs. The same tokens."""
+    args = ["-m", smollm_path, "-c", "2048", "-np", "8", "--metrics"]
+    tokens = {}
+    for name, extra in (("default", []), ("host", ["--host-greedy"])):
+        with running_server(*args, *extra) as url:
+            before = _counters(url)
+            r = _complete(url, temperature=0)
+            n = float(r["tokens_predicted"])
+            assert _moved(url, before) == ({"backend": n} if name == "default" else {"host": n})
+            assert r["generation_settings"]["backend_sampling"] is False
+            tokens[name] = r["tokens"]
+    assert tokens["default"] == tokens["host"]
 
 
 @pytest.mark.flag_effect("-bs")

@@ -368,9 +368,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         action="store_true",
         env="PYLLAMA_HOST_GREEDY",
         conv=env_bool,
-        help="pyllama: pick greedy tokens on the host, as llama-server without -bs (default: "
-        "in the decode graph where the logits are on the CPU, the same tokens without reading "
-        "each sequence's logits back)",
+        help="pyllama: pick greedy tokens on the host, as llama-server without -bs (default, "
+        "with 8 slots or more: in the decode graph where the logits are on the CPU, the same "
+        "tokens without reading each sequence's logits back)",
     )
     section("speculative")
     flag("--spec-type", env="LLAMA_ARG_SPEC_TYPE", help="none or draft-simple (comma list)")
