@@ -119,7 +119,7 @@ def main() -> int:
     procs = [ours]
     rows = []
     try:
-        theirs, theirs_url = start([str(Path(args.llama_server).resolve()), *flags, "--no-webui"])
+        theirs, theirs_url = start([args.llama_server, *flags, "--no-webui"])
         procs.append(theirs)
         for c in [int(x) for x in args.concurrency.split(",")]:
             for b in [int(x) for x in args.batch.split(",")]:

@@ -125,8 +125,10 @@ def main() -> int:
         *shlex.split(args.server_flags),
     ]
     ours, ours_url = start([sys.executable, "-m", "pyllama.server", *flags])
-    theirs, theirs_url = start([args.llama_server, *flags, "--no-webui"])
+    procs = [ours]
     try:
+        theirs, theirs_url = start([args.llama_server, *flags, "--no-webui"])
+        procs.append(theirs)
         for c in [int(x) for x in args.concurrency.split(",")]:
             best: dict[str, dict[str, float]] = {}
             paired: list[float] = []
@@ -149,7 +151,7 @@ def main() -> int:
             row["ratio_median"] = round(statistics.median(paired), 3)
             print(json.dumps(row) if args.json else row, flush=True)
     finally:
-        for p in (ours, theirs):
+        for p in procs:
             stop(p)
     return 0
 

@@ -22,6 +22,8 @@ def start(cmd: list[str], timeout: float = 300.0) -> tuple[subprocess.Popen[byte
     """Run ``cmd --port P`` (outside the source tree) and return it with its base URL
     once /health answers 200."""
     port = free_port()
+    if os.sep in cmd[0]:  # a path given relative to here: the server runs elsewhere
+        cmd = [str(Path(cmd[0]).resolve()), *cmd[1:]]
     proc = subprocess.Popen(
         [*cmd, "--port", str(port)],
         stdout=subprocess.DEVNULL,
