@@ -88,10 +88,9 @@ function(pyllama_host_cpu_variants flags out)
     set(${out} "" PARENT_SCOPE)
     return()
   endif()
-  pyllama_host_cpu_variant("sse4_2 avx f16c fma avx2 bmi2" _portable)  # haswell
   string(REPLACE " " ";" _have "${flags}")
   if("avx2" IN_LIST _have AND "fma" IN_LIST _have AND "bmi2" IN_LIST _have)
-    set(${out} "${_portable};${_host}" PARENT_SCOPE)
+    set(${out} "haswell;${_host}" PARENT_SCOPE)  # the portable module runs here too
   else()
     set(${out} "${_host}" PARENT_SCOPE)  # below x86-64-v3: the portable module cannot run
   endif()

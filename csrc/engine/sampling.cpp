@@ -47,9 +47,9 @@ void Engine::attach_sampler(Slot & s) {
     std::optional<Sampler> g;
     if (greedy) {
         g = graph_greedy_->chain(s.task->bias);
-        const bool set = ctx_->set_sampler(s.id, g->get());
-        if (set && GraphGreedy::attached(*g)) greedy_on_cpu_ = GraphGreedy::on_cpu(*g) ? 1 : 0;
-        if (set && GraphGreedy::attached(*g) && usable(*g)) {
+        const bool attached = ctx_->set_sampler(s.id, g->get()) && GraphGreedy::attached(*g);
+        if (attached) greedy_on_cpu_ = GraphGreedy::on_cpu(*g) ? 1 : 0;
+        if (attached && usable(*g)) {
             s.graph_chain = std::move(g);
             s.backend = true;
             return;

@@ -179,8 +179,8 @@ class PrefixAffinityRouter(RequestRouter):
         ranked = order(options, key, self.decode_bytes, self.balance)
         if ranked and pending_request is not None:
             now = time.monotonic()
-            for key in [k for k, (_, _, t) in self._choosing.items() if now - t >= _CHOOSING_S]:
-                del self._choosing[key]
+            for stale in [k for k, (_, _, t) in self._choosing.items() if now - t >= _CHOOSING_S]:
+                del self._choosing[stale]
             best = ranked[0]
             rid = pending_request.metadata.internal_request_id
             self._choosing[rid] = (best.replica.replica_id, best.work, now)
