@@ -67,7 +67,15 @@ def ray_cluster(nodes: int = 2) -> Iterator[str]:
     before = set(ray_processes())
     assert not before, f"Ray processes already running here: {sorted(before)}"
     tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # Ray's socket paths must stay short
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {
+        **os.environ,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        # Serve's one proxy (on the head) sends every request to an ingress replica on its own
+        # node while that one has room (10,000 requests): with a replica on each node, one
+        # would carry everything. Off, the proxy spreads over both, as proxies on every node
+        # of a real cluster do between them
+        "RAY_SERVE_PROXY_PREFER_LOCAL_NODE_ROUTING": "0",
+    }
     port = free_port()
     address = f"127.0.0.1:{port}"
     node = ["--num-cpus=1", '--resources={"slot": 1}', "--disable-usage-stats"]

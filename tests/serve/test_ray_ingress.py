@@ -53,6 +53,15 @@ def app(serve_url: str, smollm_path: str, adapter: Path, tmp_path_factory) -> st
     return serve_url
 
 
+def _wait_processes(counts: dict[str, int], timeout: float = 300.0) -> None:
+    """Until each deployment has exactly that many replica processes (those being replaced
+    have drained and exited)."""
+    deadline = time.monotonic() + timeout
+    while (now := {d: len(replica_pids(d)) for d in counts}) != counts:
+        assert time.monotonic() < deadline, now
+        time.sleep(0.5)
+
+
 def _chat(url: str, text: str, tokens: int = 8) -> httpx.Response:
     body = {"messages": [{"role": "user", "content": text}], "max_tokens": tokens}
     return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=120)
@@ -157,6 +166,10 @@ def test_full_queue_is_a_503_in_the_openai_shape(serve_url: str, smollm_path: st
         max_ongoing_requests=1,
         max_queued_requests=1,
     )
+    # the previous deployment's replicas and ingresses gone (they drain), and the new path
+    # answering, before the burst: else a burst that finds no replica yet is all refused
+    _wait_processes({INGRESS: 1, REPLICA: 1})
+    assert _chat(serve_url, "Ready?").status_code == 200
     with ThreadPoolExecutor(6) as pool:
         answers = list(pool.map(lambda i: _chat(serve_url, f"Long {i}", 64), range(6)))
     codes = Counter(a.status_code for a in answers)

@@ -33,6 +33,9 @@ def _deploy(smollm_path: str, **args: object) -> None:
     config = {
         "model": smollm_path,
         "replicas": 2,
+        # one ingress: these tests are about the model replicas (routing, drain, scaling);
+        # two ingresses are tests/serve/test_ray_ingress.py's
+        "ingress_replicas": 1,
         "resources": {"slot": 1},
         "server_args": f"-c 4096 -np {SLOTS}",
         **args,
@@ -68,6 +71,7 @@ def _collect_client_sockets() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def app(serve_url: str, smollm_path: str) -> str:
     _deploy(smollm_path)
+    _wait_running(2)  # and the processes of what ran before have drained and exited
     return serve_url
 
 
