@@ -102,11 +102,6 @@ class Llama(ModelInfo):
         options.check_unsupported(locals())
         if op_offload is False:
             raise ValueError("op_offload=False is not supported by pyllama's Llama")
-        if draft_model is not None:
-            raise ValueError(
-                "draft_model is not supported by Llama; AsyncLlama/BatchedLlama take "
-                "speculative n-gram drafting (ngram=)"
-            )
         self.model_path = model_path
         self.verbose = verbose
         if numa and os.path.exists(model_path):
@@ -124,7 +119,8 @@ class Llama(ModelInfo):
         self._seed = seed
         self.cache: BaseLlamaCache | None = None
         self.chat_handler = chat_handler
-        self.draft_model = None
+        self.draft_model = draft_model  # e.g. LlamaPromptLookupDecoding: see generate
+        self._last_row = 0  # the logits row the token generate() last yielded was drawn from
         self._lock = threading.RLock()
         self.ctx: _core.Context | None = None
         self._n_ctx = n_ctx or self._model.n_ctx_train
@@ -207,8 +203,10 @@ class Llama(ModelInfo):
         """Forget the evaluated tokens (the next ``eval`` overwrites the cache from 0)."""
         self.n_tokens = 0
 
-    def eval(self, tokens: Sequence[int]) -> None:
-        """Evaluate ``tokens`` after the ``n_tokens`` already evaluated."""
+    def eval(self, tokens: Sequence[int], *, all_logits: bool = False) -> None:
+        """Evaluate ``tokens`` after the ``n_tokens`` already evaluated (``all_logits``:
+        keep every position's logits in the context, not only the last, as a draft's
+        verification needs them; ``logits_all`` always does)."""
         ctx = self._context()
         tokens = [int(t) for t in tokens]
         if self.n_tokens + len(tokens) > self._n_ctx:
@@ -222,7 +220,7 @@ class Llama(ModelInfo):
                 n_past = self.n_tokens
                 self._batch.clear()
                 self._batch.add_sequence(chunk, n_past, 0, True)
-                if self._logits_all:
+                if self._logits_all or all_logits:
                     for k in range(len(chunk)):
                         self._batch.set_logits(k, True)
                 ctx.decode(self._batch)
@@ -343,11 +341,13 @@ class Llama(ModelInfo):
             if reset:
                 self.reset()
             sample_idx = self.n_tokens + len(toks) - 1
+            verify = False  # toks holds tokens to check after the first: every row's logits
             while True:
-                self.eval(toks)
+                self.eval(toks, all_logits=verify)
                 while sample_idx < self.n_tokens:
                     token = self._draw(chain, sample_idx - self.n_tokens, logits_processor)
                     sample_idx += 1
+                    self._last_row = sample_idx - 1
                     if stopping_criteria is not None:
                         row = (
                             self.scores[min(sample_idx - 1, len(self.scores) - 1)]
@@ -357,12 +357,27 @@ class Llama(ModelInfo):
                         if stopping_criteria(self._input_ids[:sample_idx], row):
                             return
                     extra = yield token
+                    if (
+                        not extra
+                        and self.draft_model is not None
+                        and (sample_idx >= self.n_tokens or token != self.input_ids[sample_idx])
+                    ):  # the rows evaluated are used up or the rest are wrong: draft anew
+                        extra = self._drafted(token, sample_idx)
                     toks = [token, *(int(t) for t in (extra or ()))]
+                    verify = len(toks) > 1
                     if sample_idx < self.n_tokens and token != self.input_ids[sample_idx]:
                         self.n_tokens = sample_idx
                         self._context().seq_rm(0, self.n_tokens, -1)
                         self._requires_eval = True
                         break
+
+    def _drafted(self, token: int, at: int) -> list[int]:
+        """The draft model's tokens to follow ``token`` (placed at ``at``), as many as fit
+        the context and one batch beside it."""
+        assert self.draft_model is not None
+        history = np.append(self.input_ids[:at], np.intc(token))
+        room = min(self._n_ctx - at - 1, self.n_batch - 1)
+        return [int(t) for t in self.draft_model(history)][: max(0, room)]
 
     # ----------------------------------------------------------------- state
     def save_state(self) -> LlamaState:
