@@ -28,6 +28,7 @@ from pyllama.llama.chat.plan import plan_chat
 from pyllama.llama.completion_loop import completion_pieces
 from pyllama.llama.embedding import embed_texts, embedding_response
 from pyllama.llama.model_info import ModelInfo, load_model
+from pyllama.llama.params import ContextParams, ModelParams
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
 from pyllama.llama.sampler_chain import SamplerArgs, build_chain, grammar_text
 from pyllama.llama.state import LlamaState
@@ -97,6 +98,12 @@ class Llama(ModelInfo):
         **kwargs: Any,
     ) -> None:
         init_args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        # two keywords of llama.cpp's old API that integrations still pass (LangChain's
+        # LlamaCpp: n_parts=-1, f16_kv=True): honoured, never dropped
+        if kwargs.pop("n_parts", -1) != -1:
+            raise ValueError("n_parts: a model in several files is one GGUF split, loaded whole")
+        if not kwargs.pop("f16_kv", True) and type_k is None and type_v is None:
+            type_k = type_v = "f32"  # the KV cache in 32-bit floats, as f16_kv=False asked
         if kwargs:
             raise TypeError(f"Llama() got unknown keyword arguments: {', '.join(sorted(kwargs))}")
         options.check_unsupported(locals())
@@ -181,6 +188,33 @@ class Llama(ModelInfo):
     @property
     def eval_logits(self) -> list[list[float]]:
         return self._scores.tolist()
+
+    @property
+    def context_params(self) -> ContextParams:
+        """The context's parameters (llama-cpp-python's ``context_params``), read-only."""
+        a = self._init_args
+        ctx = self.ctx
+        return ContextParams(
+            n_ctx=self._n_ctx,
+            n_batch=self.n_batch,
+            n_ubatch=ctx.n_ubatch if ctx is not None else a["n_ubatch"],
+            n_seq_max=ctx.n_seq_max if ctx is not None else 1,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads_batch,
+            embeddings=bool(a["embedding"]),
+            offload_kqv=bool(a["offload_kqv"]),
+            flash_attn=bool(a["flash_attn"]),
+        )
+
+    @property
+    def model_params(self) -> ModelParams:
+        """The model's load parameters (llama-cpp-python's ``model_params``), read-only."""
+        a = self._init_args
+        return ModelParams(
+            n_gpu_layers=a["n_gpu_layers"], split_mode=a["split_mode"], main_gpu=a["main_gpu"],
+            vocab_only=bool(a["vocab_only"]), use_mmap=bool(a["use_mmap"]),
+            use_mlock=bool(a["use_mlock"]),
+        )  # fmt: skip
 
     def pooling_type(self) -> int:
         return self._context().pooling

@@ -187,3 +187,23 @@ def test_format_names_llama_cpp_has_keep_its_templates(smollm_path: str) -> None
 def test_an_unknown_format_names_the_known_ones(smollm_path: str) -> None:
     with pytest.raises(ValueError, match=r"chat_format='nope' is not available.*alpaca.*vicuna"):
         Llama(smollm_path, n_ctx=256, chat_format="nope", verbose=False)
+
+
+def test_old_keywords_integrations_pass_are_honoured(smollm_path: str) -> None:
+    sizes = {}
+    for f16 in (True, False):
+        llm = Llama(smollm_path, n_ctx=256, f16_kv=f16, n_parts=-1, verbose=False)
+        llm.eval(llm.tokenize(b"The KV cache of these few tokens"))
+        sizes[f16] = len(llm.save_state().llama_state)
+    assert sizes[False] > 1.8 * sizes[True]  # f16_kv=False: 32-bit keys and values
+    with pytest.raises(ValueError, match="n_parts"):
+        Llama(smollm_path, n_ctx=256, n_parts=2, verbose=False)
+    with pytest.raises(TypeError, match="unknown keyword arguments: f32_kv"):
+        Llama(smollm_path, n_ctx=256, f32_kv=True, verbose=False)
+
+
+def test_context_and_model_params_read_back(smollm_path: str) -> None:
+    llm = Llama(smollm_path, n_ctx=768, n_batch=64, n_threads=1, verbose=False)
+    assert llm.context_params.n_ctx == llm.n_ctx() == 768
+    assert (llm.context_params.n_batch, llm.context_params.n_threads) == (64, 1)
+    assert llm.model_params.use_mmap and not llm.model_params.vocab_only
