@@ -8,8 +8,10 @@ takes: called as ``handler(llama=..., messages=..., **the chat call)``, it answe
 ``create_chat_completion``. Formats registered here are found by name by
 ``pyllama.Llama(chat_format=...)`` before llama.cpp's built-in templates.
 
-Not here: the function-calling handlers (functionary, chatml-function-calling: pyllama's
-``Llama`` does tools with the model's own template) and the multimodal handler classes.
+The multimodal handlers (``MTMDChatHandler``, ``Llava15ChatHandler``...) run in-process on
+llama.cpp's projector (``pyllama.llama.chat.multimodal``). Not here: the function-calling
+handlers (functionary, chatml-function-calling: pyllama's ``Llama`` does tools with the
+model's own template).
 """
 
 from __future__ import annotations
@@ -25,13 +27,35 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pyllama.compat.llama_cpp import llama_types
 from pyllama.compat.llama_cpp.chat_styles import render, system_text, turns
 from pyllama.llama.chat import handlers as _registry
+from pyllama.llama.chat.multimodal import (
+    Gemma3ChatHandler,
+    Llama3VisionAlphaChatHandler,
+    Llava15ChatHandler,
+    Llava16ChatHandler,
+    MiniCPMv26ChatHandler,
+    MoondreamChatHandler,
+    MTMDChatHandler,
+    NanoLlavaChatHandler,
+    ObsidianChatHandler,
+    Qwen25VLChatHandler,
+)
 
 __all__ = [
     "ChatFormatter",
     "ChatFormatterResponse",
+    "Gemma3ChatHandler",
     "Jinja2ChatFormatter",
+    "Llama3VisionAlphaChatHandler",
     "LlamaChatCompletionHandler",
     "LlamaChatCompletionHandlerNotFoundException",
+    "Llava15ChatHandler",
+    "Llava16ChatHandler",
+    "MTMDChatHandler",
+    "MiniCPMv26ChatHandler",
+    "MoondreamChatHandler",
+    "NanoLlavaChatHandler",
+    "ObsidianChatHandler",
+    "Qwen25VLChatHandler",
     "chat_formatter_to_chat_completion_handler",
     "get_chat_completion_handler",
     "hf_tokenizer_config_to_chat_completion_handler",
