@@ -46,7 +46,7 @@ def formats(module: str) -> dict[str, list[list[object]]]:
     mod = importlib.import_module(module + ".llama_chat_format")
     out = {}
     for name, function in FUNCTIONS.items():
-        fn = getattr(mod, function, None) or (getattr(mod, "format") if name == "vicuna" else None)
+        fn = getattr(mod, function, None) or (mod.format if name == "vicuna" else None)
         if fn is None:
             continue
         out[name] = [
