@@ -12,7 +12,9 @@ from pathlib import Path
 
 from helpers.lcp_suite import run
 
-RECORDED = json.loads((Path(__file__).resolve().parent / "lcp_suite.llama_cpp_python.json").read_text())
+RECORDED = json.loads(
+    (Path(__file__).resolve().parent / "lcp_suite.llama_cpp_python.json").read_text()
+)
 # passing under llama-cpp-python, not on pyllama, and why
 EXCEPTED = {
     "test_llama::test_llama_cpp_tokenization": (
