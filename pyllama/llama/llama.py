@@ -121,7 +121,8 @@ class Llama(ModelInfo):
         self.n_threads = n_threads or default_threads()
         self.n_threads_batch = n_threads_batch or self.n_threads
         self.last_n_tokens_size = last_n_tokens_size
-        self._logits_all = logits_all
+        # as llama-cpp-python: a draft model keeps every row (logprobs then work too)
+        self._logits_all = logits_all or draft_model is not None
         self._embedding = embedding
         self._seed = seed
         self.cache: BaseLlamaCache | None = None
@@ -164,7 +165,7 @@ class Llama(ModelInfo):
         self.n_tokens = 0
         self.input_ids: npt.NDArray[np.intc] = np.zeros((self._n_ctx,), dtype=np.intc)
         # zeros: pages are only touched where logits land
-        rows = self._n_ctx if logits_all else self.n_batch
+        rows = self._n_ctx if self._logits_all else self.n_batch
         self.scores: npt.NDArray[np.single] = np.zeros((rows, self._n_vocab), dtype=np.single)
         self._requires_eval = False  # the live logits are not from a decode (after load_state)
         self._sampler: _core.Sampler | None = None

@@ -72,3 +72,10 @@ def test_find_candidate_pred_tokens_takes_the_longest_ngram_first() -> None:
     # only 1-grams: the first earlier 2 is at 2
     assert f(ids, max_ngram_size=1, num_pred_tokens=2).tolist() == [9, 4]
     assert f(np.array([3]), max_ngram_size=2, num_pred_tokens=2).tolist() == []
+
+
+def test_a_draft_model_keeps_every_row_as_llama_cpp_python(smollm_path: str) -> None:
+    # llama-cpp-python turns logits_all on with a draft model: logprobs work without it
+    llm = Llama(smollm_path, n_ctx=512, draft_model=LlamaPromptLookupDecoding(), verbose=False)
+    out = llm.create_completion(PROMPT, max_tokens=4, temperature=0, logprobs=2)
+    assert len(out["choices"][0]["logprobs"]["tokens"]) == 4
