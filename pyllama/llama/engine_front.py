@@ -17,7 +17,7 @@ from typing import Any, Union
 
 from pyllama import _core
 from pyllama.engine import default_threads, make_task
-from pyllama.llama import options
+from pyllama.llama import media, options
 from pyllama.llama.calls import sampler_args
 from pyllama.llama.chat.plan import ChatPlan, plan_chat
 from pyllama.llama.model_info import ModelInfo, load_model
@@ -92,12 +92,16 @@ class EngineLlama(ModelInfo):
         type_v: int | str | None = None,
         ngram: _core.NgramSpec | None = None,
         verbose: bool = True,
+        model: _core.Model | None = None,
+        clip_model_path: str | None = None,
     ) -> None:
+        """``model``: one already loaded (a ``Llama``'s), shared rather than loaded again;
+        ``clip_model_path``: a multimodal projector, for images and audio in chat messages."""
         if n_parallel < 1:
             raise ValueError("n_parallel must be at least 1")
         self.model_path = model_path
         self.verbose = verbose
-        self._model = load_model(
+        self._model = model or load_model(
             model_path, verbose=verbose, n_gpu_layers=n_gpu_layers, split_mode=split_mode,
             main_gpu=main_gpu, tensor_split=tensor_split, use_mmap=use_mmap, use_mlock=use_mlock,
             kv_overrides=kv_overrides,
@@ -109,6 +113,11 @@ class EngineLlama(ModelInfo):
         self._embedding = embedding
         self._n_ctx = n_ctx
         self.n_batch = min(n_batch, n_ctx * n_parallel)
+        self._projector = (
+            _core.Projector(self._model, clip_model_path, n_threads=self.n_threads)
+            if clip_model_path
+            else None
+        )
         # a KV stream of n_ctx per caller (as llama-server with -np): in one unified cache a
         # caller's attention would span every caller's cells, a third slower once all are used
         self.engine = _core.Engine(
@@ -133,6 +142,7 @@ class EngineLlama(ModelInfo):
             lora=[(lora_path, lora_scale)] if lora_path else [],
             ngram=ngram,
             cache_ram_mib=0,
+            projector=self._projector,
         )
         self._seed = seed
         self._seed_lock = threading.Lock()
@@ -224,13 +234,28 @@ class EngineLlama(ModelInfo):
     def _chat_job(self, call: Mapping[str, Any]) -> CallJob:
         """A bound ``chat_call`` as a task."""
         _no_hooks(call["logits_processor"], None)
+        messages, files = call["messages"], []
+        if media.has_media(messages):
+            if self._projector is None:
+                raise ValueError(
+                    "images or audio in messages need a multimodal projector: a chat_handler "
+                    "with clip_model_path (MTMDChatHandler), or pyllama-server --mmproj"
+                )
+            messages, files = media.take_media(messages, self._projector.marker)
         plan: ChatPlan = plan_chat(
-            self._model, self._template, call["messages"],
+            self._model, self._template, messages,
             functions=call["functions"], function_call=call["function_call"], tools=call["tools"],
             tool_choice=call["tool_choice"], response_format=call["response_format"],
             grammar=grammar_text(call["grammar"]),
         )  # fmt: skip
-        n = len(plan.tokens)
+        prompt: Any = plan.tokens
+        if files:
+            assert self._projector is not None
+            try:  # the projector decodes the files and tokenizes text and media together
+                prompt = self._projector.tokenize(plan.prompt, files, True, True)
+            except _core.MediaError as e:
+                raise ValueError(str(e)) from e
+        n = len(prompt)
         if n >= self._n_ctx:
             raise ValueError(f"Requested tokens ({n}) exceed context window of {self._n_ctx}")
         params = self._sampling(sampler_args(call), call["seed"], plan.grammar, call["logit_bias"])
@@ -246,6 +271,8 @@ class EngineLlama(ModelInfo):
             n_probs=max(1, n_top) if n_top is not None else 0,
             preserved_tokens=list(plan.preserved),
         )
+        if files:
+            task.set_prompt(prompt)
         meta = envelope("chat.completion", call["model"] or self.model_path)
         return CallJob(
             task, ChatShaper(meta, plan, bool(call["logprobs"])), n, n_top, plan.preserved

@@ -28,6 +28,7 @@ from pyllama.llama.chat.plan import plan_chat
 from pyllama.llama.completion_loop import completion_pieces
 from pyllama.llama.embedding import embed_texts, embedding_response
 from pyllama.llama.model_info import ModelInfo, load_model
+from pyllama.llama.params import ContextParams, ModelParams
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
 from pyllama.llama.sampler_chain import SamplerArgs, build_chain, grammar_text
 from pyllama.llama.state import LlamaState
@@ -97,16 +98,17 @@ class Llama(ModelInfo):
         **kwargs: Any,
     ) -> None:
         init_args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        # two keywords of llama.cpp's old API that integrations still pass (LangChain's
+        # LlamaCpp: n_parts=-1, f16_kv=True): honoured, never dropped
+        if kwargs.pop("n_parts", -1) != -1:
+            raise ValueError("n_parts: a model in several files is one GGUF split, loaded whole")
+        if not kwargs.pop("f16_kv", True) and type_k is None and type_v is None:
+            type_k = type_v = "f32"  # the KV cache in 32-bit floats, as f16_kv=False asked
         if kwargs:
             raise TypeError(f"Llama() got unknown keyword arguments: {', '.join(sorted(kwargs))}")
         options.check_unsupported(locals())
         if op_offload is False:
             raise ValueError("op_offload=False is not supported by pyllama's Llama")
-        if draft_model is not None:
-            raise ValueError(
-                "draft_model is not supported by Llama; AsyncLlama/BatchedLlama take "
-                "speculative n-gram drafting (ngram=)"
-            )
         self.model_path = model_path
         self.verbose = verbose
         if numa and os.path.exists(model_path):
@@ -119,12 +121,14 @@ class Llama(ModelInfo):
         self.n_threads = n_threads or default_threads()
         self.n_threads_batch = n_threads_batch or self.n_threads
         self.last_n_tokens_size = last_n_tokens_size
-        self._logits_all = logits_all
+        # as llama-cpp-python: a draft model keeps every row (logprobs then work too)
+        self._logits_all = logits_all or draft_model is not None
         self._embedding = embedding
         self._seed = seed
         self.cache: BaseLlamaCache | None = None
         self.chat_handler = chat_handler
-        self.draft_model = None
+        self.draft_model = draft_model  # e.g. LlamaPromptLookupDecoding: see generate
+        self._last_row = 0  # the logits row the token generate() last yielded was drawn from
         self._lock = threading.RLock()
         self.ctx: _core.Context | None = None
         self._n_ctx = n_ctx or self._model.n_ctx_train
@@ -161,7 +165,7 @@ class Llama(ModelInfo):
         self.n_tokens = 0
         self.input_ids: npt.NDArray[np.intc] = np.zeros((self._n_ctx,), dtype=np.intc)
         # zeros: pages are only touched where logits land
-        rows = self._n_ctx if logits_all else self.n_batch
+        rows = self._n_ctx if self._logits_all else self.n_batch
         self.scores: npt.NDArray[np.single] = np.zeros((rows, self._n_vocab), dtype=np.single)
         self._requires_eval = False  # the live logits are not from a decode (after load_state)
         self._sampler: _core.Sampler | None = None
@@ -186,6 +190,33 @@ class Llama(ModelInfo):
     def eval_logits(self) -> list[list[float]]:
         return self._scores.tolist()
 
+    @property
+    def context_params(self) -> ContextParams:
+        """The context's parameters (llama-cpp-python's ``context_params``), read-only."""
+        a = self._init_args
+        ctx = self.ctx
+        return ContextParams(
+            n_ctx=self._n_ctx,
+            n_batch=self.n_batch,
+            n_ubatch=ctx.n_ubatch if ctx is not None else a["n_ubatch"],
+            n_seq_max=ctx.n_seq_max if ctx is not None else 1,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads_batch,
+            embeddings=bool(a["embedding"]),
+            offload_kqv=bool(a["offload_kqv"]),
+            flash_attn=bool(a["flash_attn"]),
+        )
+
+    @property
+    def model_params(self) -> ModelParams:
+        """The model's load parameters (llama-cpp-python's ``model_params``), read-only."""
+        a = self._init_args
+        return ModelParams(
+            n_gpu_layers=a["n_gpu_layers"], split_mode=a["split_mode"], main_gpu=a["main_gpu"],
+            vocab_only=bool(a["vocab_only"]), use_mmap=bool(a["use_mmap"]),
+            use_mlock=bool(a["use_mlock"]),
+        )  # fmt: skip
+
     def pooling_type(self) -> int:
         return self._context().pooling
 
@@ -207,8 +238,10 @@ class Llama(ModelInfo):
         """Forget the evaluated tokens (the next ``eval`` overwrites the cache from 0)."""
         self.n_tokens = 0
 
-    def eval(self, tokens: Sequence[int]) -> None:
-        """Evaluate ``tokens`` after the ``n_tokens`` already evaluated."""
+    def eval(self, tokens: Sequence[int], *, all_logits: bool = False) -> None:
+        """Evaluate ``tokens`` after the ``n_tokens`` already evaluated (``all_logits``:
+        keep every position's logits in the context, not only the last, as a draft's
+        verification needs them; ``logits_all`` always does)."""
         ctx = self._context()
         tokens = [int(t) for t in tokens]
         if self.n_tokens + len(tokens) > self._n_ctx:
@@ -222,7 +255,7 @@ class Llama(ModelInfo):
                 n_past = self.n_tokens
                 self._batch.clear()
                 self._batch.add_sequence(chunk, n_past, 0, True)
-                if self._logits_all:
+                if self._logits_all or all_logits:
                     for k in range(len(chunk)):
                         self._batch.set_logits(k, True)
                 ctx.decode(self._batch)
@@ -343,11 +376,13 @@ class Llama(ModelInfo):
             if reset:
                 self.reset()
             sample_idx = self.n_tokens + len(toks) - 1
+            verify = False  # toks holds tokens to check after the first: every row's logits
             while True:
-                self.eval(toks)
+                self.eval(toks, all_logits=verify)
                 while sample_idx < self.n_tokens:
                     token = self._draw(chain, sample_idx - self.n_tokens, logits_processor)
                     sample_idx += 1
+                    self._last_row = sample_idx - 1
                     if stopping_criteria is not None:
                         row = (
                             self.scores[min(sample_idx - 1, len(self.scores) - 1)]
@@ -357,12 +392,27 @@ class Llama(ModelInfo):
                         if stopping_criteria(self._input_ids[:sample_idx], row):
                             return
                     extra = yield token
+                    if (
+                        not extra
+                        and self.draft_model is not None
+                        and (sample_idx >= self.n_tokens or token != self.input_ids[sample_idx])
+                    ):  # the rows evaluated are used up or the rest are wrong: draft anew
+                        extra = self._drafted(token, sample_idx)
                     toks = [token, *(int(t) for t in (extra or ()))]
+                    verify = len(toks) > 1
                     if sample_idx < self.n_tokens and token != self.input_ids[sample_idx]:
                         self.n_tokens = sample_idx
                         self._context().seq_rm(0, self.n_tokens, -1)
                         self._requires_eval = True
                         break
+
+    def _drafted(self, token: int, at: int) -> list[int]:
+        """The draft model's tokens to follow ``token`` (placed at ``at``), as many as fit
+        the context and one batch beside it."""
+        assert self.draft_model is not None
+        history = np.append(self.input_ids[:at], np.intc(token))
+        room = min(self._n_ctx - at - 1, self.n_batch - 1)
+        return [int(t) for t in self.draft_model(history)][: max(0, room)]
 
     # ----------------------------------------------------------------- state
     def save_state(self) -> LlamaState:

@@ -10,7 +10,8 @@ from typing import Any
 
 from pyllama import _core
 from pyllama.llama import options
-from pyllama.llama.chat.formats import resolve_template
+from pyllama.llama.chat import handlers
+from pyllama.llama.chat.formats import FORMATS, resolve_template
 from pyllama.llama.tokenizer import LlamaTokenizer, detokenize_bytes
 
 __all__ = ["ModelInfo", "load_model"]
@@ -108,4 +109,11 @@ class ModelInfo:
             self._special_text(self._model.token_bos),
             self._special_text(self._model.token_eos),
         )
+        if chat_format is not None and getattr(self, "chat_handler", None) is None:
+            handler = handlers.lookup(chat_format, templated=chat_format in FORMATS)
+            if handler is not None:  # a registered format: the template is not used
+                self.chat_handler = handler
+                self.chat_format = chat_format
+                self._template = resolve_template(self._model, None, bos, eos)[1]
+                return
         self.chat_format, self._template = resolve_template(self._model, chat_format, bos, eos)

@@ -1,5 +1,6 @@
-"""``Llama.from_pretrained``: a hub repository's file into llama.cpp's cache (the same
-cache and code as ``-hf``/``-hff``), its path returned."""
+"""``Llama.from_pretrained``: a hub repository's file, and ``additional_files`` (globs,
+each matching one file of the repository), into llama.cpp's cache (the same cache and
+code as ``-hf``/``-hff``); the model's path returned."""
 
 from __future__ import annotations
 
@@ -17,10 +18,6 @@ def fetch(
 ) -> Path:
     if not filename:
         raise ValueError("from_pretrained needs a filename (a glob matching one GGUF file)")
-    if additional_files:
-        raise ValueError(
-            "additional_files is not supported: split GGUF parts are fetched with the first"
-        )
     if local_dir is not None or cache_dir is not None:
         raise ValueError(
             "local_dir/cache_dir are not supported: files go to llama.cpp's cache "
@@ -31,4 +28,9 @@ def fetch(
     require("server", "Llama.from_pretrained")  # the hub client downloads with httpx
     from pyllama.hub import download
 
-    return download(repo_id, filename=filename)
+    path = download(repo_id, filename=filename)
+    # beside the model in the same cache (a projector, a draft model...); a split model's
+    # other shards come with its first without being named
+    for pattern in additional_files or ():
+        download(repo_id, filename=pattern)
+    return path

@@ -49,9 +49,12 @@ def resolve_template(
         return chat_format, make_template(source, bos_token=bos_token, eos_token=eos_token)
     builtin = FORMATS.get(chat_format)
     if builtin is None:
+        from pyllama.llama.chat import handlers
+
+        known = sorted({*FORMATS, *handlers.names()})
         raise ValueError(
             f"chat_format={chat_format!r} is not available in pyllama; use one of "
-            f"{', '.join(sorted(FORMATS))}, chat_template.default, or a chat_handler"
+            f"{', '.join(known)}, chat_template.default, or a chat_handler"
         )
     source = CHATML if builtin == "chatml" else builtin
     return chat_format, make_template(source, bos_token=bos_token, eos_token=eos_token)
