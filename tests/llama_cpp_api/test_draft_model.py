@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pyllama.compat.llama_cpp import Llama
-from pyllama.compat.llama_cpp.llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
+from pyllama.compat.llama_cpp.speculative import LlamaDraftModel, LlamaPromptLookupDecoding
 
 # a prompt whose continuation repeats what it already holds: prompt lookup finds it
 PROMPT = "Count: one two three four five, one two three four five, one two three four five, one"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from pyllama.compat.llama_cpp import Llama
-from pyllama.compat.llama_cpp.llama_chat_format import Llava15ChatHandler, MTMDChatHandler
+from pyllama.compat.llama_cpp.chat_format import Llava15ChatHandler, MTMDChatHandler
 
 from helpers.media import b64, data_url, png, wav
 from helpers.servers import running_server

@@ -30,15 +30,10 @@ def _module(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
-# folders whose module names are another project's API: llama-cpp-python's submodules
-# (``import llama_cpp.llama_types``), which code moving to pyllama imports by those names
-FOREIGN_NAMES = {PACKAGE / "compat" / "llama_cpp"}
-
-
 def test_no_name_prefix_families():
     """``ollama_convert.py`` beside ``ollama.py`` is a folder that is missing."""
     found = []
-    for folder in sorted({p.parent for p in PACKAGE.rglob("*.py")} - FOREIGN_NAMES):
+    for folder in sorted({p.parent for p in PACKAGE.rglob("*.py")}):
         stems = [p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")]
         families = defaultdict(list)
         for stem in stems:

@@ -23,8 +23,8 @@ pyllama-server's ``--mmproj``); ``LlamaHFTokenizer``.
 from __future__ import annotations
 
 from pyllama import __version__
-from pyllama.compat.llama_cpp import llama_types as _types
-from pyllama.compat.llama_cpp.llama_types import *  # noqa: F403  (as llama_cpp exports them)
+from pyllama.compat.llama_cpp import types as _types
+from pyllama.compat.llama_cpp.types import *  # noqa: F403  (as llama_cpp exports them)
 from pyllama.engine import EngineError
 from pyllama.llama import (
     AsyncLlama,
@@ -93,3 +93,19 @@ def __getattr__(name: str) -> object:
             "(pyllama binds llama.cpp with pybind11: pyllama._core)"
         )
     raise AttributeError(f"module 'llama_cpp' has no attribute {name!r}")
+
+
+# llama-cpp-python's submodule names (``llama_cpp.llama_types`` ...) for the modules here,
+# importable under both (``import pyllama.compat.llama_cpp.llama_types`` and the alias's
+# ``import llama_cpp.llama_types``): the files drop the prefix they would all share
+def _submodule_names() -> None:
+    import importlib
+    import sys
+
+    for short in ("types", "chat_format", "speculative", "grammar", "cache", "tokenizer"):
+        module = importlib.import_module(f"{__name__}.{short}")
+        sys.modules[f"{__name__}.llama_{short}"] = module
+        globals()[f"llama_{short}"] = module
+
+
+_submodule_names()

@@ -15,7 +15,7 @@ from pyllama.compat.llama_cpp import (
     StoppingCriteria,
     StoppingCriteriaList,
 )
-from pyllama.compat.llama_cpp.llama_types import *  # noqa: F403
+from pyllama.compat.llama_cpp.types import *  # noqa: F403
 
 __all__ = [
     "BaseLlamaCache",

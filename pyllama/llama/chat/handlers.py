@@ -25,7 +25,7 @@ def register(name: str, handler: Handler, *, builtin: bool = False) -> None:
 
 
 def _load_builtins() -> None:
-    importlib.import_module("pyllama.compat.llama_cpp.llama_chat_format")
+    importlib.import_module("pyllama.compat.llama_cpp.chat_format")
 
 
 def get(name: str) -> Handler | None:

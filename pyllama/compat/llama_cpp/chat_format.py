@@ -24,8 +24,8 @@ from typing import Any, Callable, Protocol
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from pyllama.compat.llama_cpp import llama_types
-from pyllama.compat.llama_cpp.chat_styles import render, system_text, turns
+from pyllama.compat.llama_cpp import types as llama_types
+from pyllama.compat.llama_cpp.layouts import render, system_text, turns
 from pyllama.llama.chat import handlers as _registry
 from pyllama.llama.chat.multimodal import (
     Gemma3ChatHandler,
