@@ -5,6 +5,8 @@ Every call generates exactly ``--tokens`` tokens: end-of-generation is banned by
 copy of one logits row per token).
 
 - single stream: ``Llama.create_completion`` tokens/s, called from the main thread;
+- single chat stream: ``Llama.create_chat_completion`` with one user message, the GGUF's
+  chat template on both sides;
 - single stream from another thread: the same call from a second thread once the main
   thread has computed (a web framework's worker pool). ggml's OpenMP keeps a worker pool
   per calling thread, and two live pools on a machine with as many threads as cores make
@@ -39,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 PROMPT = "Once upon a time, in a small village by the sea, there lived"
+CHAT = [{"role": "user", "content": "Tell me a story about a small village by the sea."}]
 DEFAULT_LCP = (
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     / "pyllama/bench-lcp-venv/bin/python"
@@ -66,11 +69,16 @@ def lcp_side(model: str, threads: int, tokens: int, concurrency: list[int], ngl:
         r = llm(prompt, max_tokens=tokens, temperature=0, logit_bias=ban)
         return r["usage"]["completion_tokens"]
 
+    def chat() -> int:
+        r = llm.create_chat_completion(CHAT, max_tokens=tokens, temperature=0, logit_bias=ban)
+        return r["usage"]["completion_tokens"]
+
     out: dict = {}
     # Every call but one on the service's one compute thread (llama-cpp-python's best case).
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(call, None).result()  # warm-up
         out["single"] = pool.submit(timed_rate, lambda: call(None)).result()
+        out["chat"] = pool.submit(timed_rate, chat).result()
         for c in concurrency:
             start = time.perf_counter()
             n = sum(f.result() for f in [pool.submit(call, i) for i in range(c)])
@@ -136,7 +144,12 @@ def pyllama_side(model: str, threads: int, tokens: int, concurrency: list[int], 
         r = llm(PROMPT, max_tokens=tokens, temperature=0, logit_bias=ban)
         return r["usage"]["completion_tokens"]
 
+    def chat() -> int:
+        r = llm.create_chat_completion(CHAT, max_tokens=tokens, temperature=0, logit_bias=ban)
+        return r["usage"]["completion_tokens"]
+
     out["single"] = timed_rate(single)
+    out["chat"] = timed_rate(chat)
     out["single_other_thread"] = in_other_thread(lambda: timed_rate(single))
     llm.close()
     allm = AsyncLlama(model, n_parallel=max(concurrency), **common, verbose=False)
@@ -206,7 +219,11 @@ def main() -> int:
                    "-ngl", str(a.n_gpu_layers)]  # fmt: skip
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[side].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    keys = ["single", "single_other_thread"] + [f"c{c}" for c in conc] + [f"threads{max(conc)}"]
+    keys = (
+        ["single", "chat", "single_other_thread"]
+        + [f"c{c}" for c in conc]
+        + [f"threads{max(conc)}"]
+    )
     n = max(conc)
     walls = [f"c{n}_s", f"seq{n}_s"]
     best = {
@@ -219,6 +236,7 @@ def main() -> int:
         p, q = best["pyllama"][k], best["llama_cpp"][k]
         label = {
             "single": "single stream (Llama)",
+            "chat": "single chat stream (create_chat_completion)",
             "single_other_thread": "single stream, from a second thread",
             f"threads{max(conc)}": f"{max(conc)} threads (BatchedLlama / Llama with a lock)",
         }.get(k, f"{k[1:]} callers (AsyncLlama / one-thread executor)")

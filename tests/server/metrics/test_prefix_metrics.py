@@ -43,7 +43,10 @@ def test_a_wave_shares_its_system_prompt(server):
     replies = asyncio.run(wave())
     timings = [r["timings"] for r in replies]
     shared = sorted(t.get("shared_n", 0) for t in timings)
-    assert shared[0] == 0 and shared[1] > 400 and shared[2] > 400, timings
+    # the first evaluates the system prompt (~400 tokens); the others copy it from its slot,
+    # less the few template tokens their own slot still held ("<|im_start|>system\nSession")
+    assert shared[0] == 0 and shared[1] > 350 and shared[2] > 350, timings
+    assert sum(t["cache_n"] > 400 for t in timings) >= 2, timings
     for t, r in zip(timings, replies, strict=True):
         assert t["cache_n"] >= t.get("shared_n", 0)
         assert r["usage"]["prompt_tokens"] == t["cache_n"] + t["prompt_n"]
