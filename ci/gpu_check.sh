@@ -112,7 +112,7 @@ flags() {
     --threads "$THREADS" --out "$OUT/flags" --only "${ONLY:-}" | tee "$OUT/flags.jsonl"
 }
 
-# the benchmarks written after the first GPU session: shared prompt prefixes (the default
+# the benchmarks added after the first CUDA check (2026-11-24): shared prompt prefixes (the default
 # waves, then 32 clients on a 4,000-token system prompt) and the Python API's batching
 benches() {
   exec > >(tee "$OUT/benches.log") 2>&1

@@ -6,14 +6,14 @@
 # GGML_BACKEND_DL, loading the plugin's libggml-cuda.so), and the host-bound benchmarks
 # (bench_host_bound.py and bench_server.py -bs, -ngl 99) against llama.cpp's tools.
 #
-# The device tool carries 64 MiB a call and the pieces weigh ~190 MB, so they come over
+# Files reach the GPU machine 64 MiB a call and the pieces weigh ~190 MB, so they come over
 # several calls into $STAGE on the machine (kept while it stays warm):
 #   ci/gpu_wheel_check.sh stage DIR   copy DIR's files into $STAGE; model.gguf.part-* are
 #                                     joined once all are there (model.gguf.sha256 checks)
 #   ci/gpu_wheel_check.sh core        in the background: the core wheel for this machine's
 #                                     Python from $STAGE's sdist (pip wheel, auditwheel
-#                                     repair); its Python is not this one's, and the device
-#                                     tool's minutes are few: one CPU module (x86-64-v3), not
+#                                     repair); its Python is not this one's, and GPU time
+#                                     is short: one CPU module (x86-64-v3), not
 #                                     the release's 14 (CPU_ALL=1 builds those)
 #   ci/gpu_wheel_check.sh check       wait for it, then the venv, the checks, the benchmarks
 #
@@ -54,7 +54,7 @@ stage() {
 
 core() {
   rm -f "$STAGE"/core.{done,failed}
-  # its own session (setsid -f): the device tool ends a call's other processes when the
+  # its own session (setsid -f): the remote runner ends a call's other processes when the
   # call returns, and the build goes on through the next calls
   local defines=()
   [[ ${CPU_ALL:-} != 1 ]] || defines=(-Ccmake.define.PYLLAMA_CPU_ALL_VARIANTS=ON)
@@ -141,7 +141,7 @@ check() {
     --threads "$THREADS" --server "$STAGE/bin/llama-server" | tee "$OUT/parity.jsonl" || true
   echo "== host-bound: the engine vs llama-batched-bench and llama-batched (-ngl 99)"
   # HB_MODEL: the tiny model trips cuBLAS 13.1's sm90 f16 GEMM in llama-batched-bench itself
-  # on an H100 (benchmarks/results/cuda_h100_2026-11-26_run24); the demo model runs
+  # on an H100 (benchmarks/results/cuda_h100_2026-11-26); the demo model runs
   timeout 300 python "$B/bench_host_bound.py" --ngl 99 --threads "$THREADS" --model "${HB_MODEL:-$M}" \
     --concurrency "${HB_CONCURRENCY:-1,32,64,128,256}" --modes "${HB_MODES:-greedy,temp,bs}" \
     --bs-max 256 --batched "$STAGE/bin/llama-batched" --batched-bench "$STAGE/bin/llama-batched-bench" \

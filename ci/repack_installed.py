@@ -1,6 +1,6 @@
 """A wheel from an installed distribution: its RECORD's files, as the wheel installed them.
 
-The GPU machine has no network and the device tool carries 64 MiB a call, so the
+The GPU machine has no network and takes files 64 MiB a call, so the
 nvidia-cublas wheel (hundreds of MB) cannot travel; the machine's image has it installed.
 This writes those files back into a wheel (stored, not deflated: they are large and pip
 only unpacks them) so that a fresh venv can ``pip install --no-index`` it like any other.

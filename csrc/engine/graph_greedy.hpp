@@ -2,7 +2,7 @@
 //
 // A plain greedy chain keeps only the argmax, but attached as it is llama.cpp runs each of
 // its stages (top_k, top_p, temperature...) in the graph: on an H100 that held `-bs` greedy at
-// 0.49-0.65 of llama-batched-bench; a one-stage argmax took it to 0.81-0.91 (session 24).
+// 0.49-0.65 of llama-batched-bench; a one-stage argmax took it to 0.81-0.91 (measured 2026-11-26).
 //
 // On the CPU backend every greedy sequence of a graph is picked by ONE custom node, run by
 // all of ggml's threads, straight from the output projection's rows: llama.cpp's sampling

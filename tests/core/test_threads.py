@@ -56,7 +56,7 @@ def _os_threads() -> set[int]:
 def _settled_threads() -> set[int]:
     """The process's OS threads once earlier tests' leftovers have come and gone: objects
     collected late end their threads, and a whole suite's run once showed one more thread
-    appearing here (release job, session 24) where this file alone never does."""
+    appearing here (the release job's suite, 2026-11-26) where this file alone never does."""
     gc.collect()
     seen = _os_threads()
     for _ in range(40):

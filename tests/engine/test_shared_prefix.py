@@ -49,7 +49,7 @@ def engine(model, **kw):
 # Nats between the two best tokens under which the pick may go either way. How a batch is laid
 # out (which tokens share a ubatch, how long the attention rows are) changes the rounding of
 # some kernels: with the AVX-512 ones a wave that shares the prefix picked the runner-up at a
-# step whose two best were 0.022 and 0.013 nats apart (session 24), while the AVX2 ones gave
+# step whose two best were 0.022 and 0.013 nats apart (zen4 variant, 2026-11-26), while the AVX2 ones gave
 # the lone answers exactly. A prefix copied wrong breaks the answer at confident steps too.
 NEAR_TIE = 0.05
 

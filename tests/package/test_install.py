@@ -149,14 +149,14 @@ def test_the_public_server_imports_work_from_the_wheel(server_venv: Path, home: 
     assert r.stdout.strip() == "Starlette"
 
 
-CLIENT_BLOCKS = [  # the images-and-audio one runs on a multimodal model (tests/multimodal)
-    b
-    for b in re.findall(r"```python\n(.*?)```", README, re.S)
-    if "http://127.0.0.1:8080" in b and "image_url" not in b
+CLIENT_BLOCKS = [  # OpenAI, Anthropic and Ollama, Responses
+    b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "http://127.0.0.1:8080" in b
 ]
 
 
-@pytest.mark.parametrize("block", CLIENT_BLOCKS, ids=["openai", "anthropic-ollama"])
+@pytest.mark.parametrize(
+    "block", CLIENT_BLOCKS, ids=[f"block{i}" for i in range(len(CLIENT_BLOCKS))]
+)
 def test_the_readme_client_snippets_answer_it(served: str, block: str, capsys):
     exec(compile(block.replace("http://127.0.0.1:8080", served), "README.md", "exec"), {})
     assert capsys.readouterr().out.strip()

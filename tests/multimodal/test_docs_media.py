@@ -1,5 +1,6 @@
-"""The README's images-and-audio snippet, as written, against a server on the tiny model
-with the image and audio projector (cat.png and speech.wav made in its folder)."""
+"""The images-and-audio example of docs/server/multimodal.md, as written, against a server
+on the tiny model with the image and audio projector (cat.png and speech.wav made in its
+folder)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import pytest
 
 from helpers.media import png, wav
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-BLOCK = next(b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "image_url" in b)
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "server" / "multimodal.md"
+BLOCK = next(
+    b for b in re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S) if "image_url" in b
+)
 
 
-def test_the_readme_media_snippet_answers(
+def test_the_docs_media_example_answers(
     omni_server: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -27,7 +30,7 @@ def test_the_readme_media_snippet_answers(
     code = BLOCK.replace("http://127.0.0.1:8080", omni_server)
     code = code.replace("create(model=", "create(max_tokens=8, model=", 1)  # a short reply
     code = code.replace("file=f)", "file=f, extra_body={'max_tokens': 8})", 1)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, str(PAGE), "exec"), {})
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert len(lines) >= 2, lines  # the description, then the transcript
     assert os.getcwd() == str(tmp_path)
