@@ -7,15 +7,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
-from helpers.doc_blocks import ROOT, documents
+from helpers.doc_blocks import MKDOCS, ROOT, documents
 
 
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [MKDOCS, "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,
         capture_output=True,
         text=True,

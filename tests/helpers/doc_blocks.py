@@ -5,10 +5,14 @@ what the docs say of running it: a comment on the line above a fence,
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# the command, not `python -m mkdocs`: that would put the working directory (the source tree,
+# without the compiled module) in front of the installed package the API reference reads
+MKDOCS = str(Path(sys.executable).with_name("mkdocs"))
 # commands and Python examples; other fences (yaml, json, ini, text) are data, not examples
 RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)[^\n]*$")
