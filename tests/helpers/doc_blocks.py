@@ -1,5 +1,5 @@
 """The code blocks of the documents (README.md and the site's pages under docs/), each with
-what the docs say of running it: a comment on the line above a fence,
+what the docs say of running it: a comment just above a fence,
 ``<!-- not run: REASON -->`` or ``<!-- run by: PATH -->``, else tests/docs runs it."""
 
 from __future__ import annotations
@@ -49,7 +49,12 @@ def blocks(path: Path) -> list[Block]:
         fence, word = m.group(1), m.group(2).lower()
         end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(fence)), None)
         assert end is not None, f"{path}:{i + 1}: a code block is never closed"
-        mark = MARK.match(lines[i - 1].strip()) if i > 0 else None
+        # the comments just above the fence (other tests name blocks with their own)
+        above = i - 1
+        mark = None
+        while above >= 0 and lines[above].startswith("<!--") and mark is None:
+            mark = MARK.match(lines[above].strip())
+            above -= 1
         kind, text = (mark.group(1), mark.group(2)) if mark else (None, None)
         out.append(
             Block(
