@@ -40,6 +40,9 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     // llama.cpp split a batch into equal-length ubatches, cutting sequences apart, so an
     // embedding engine always uses the unified cache (its KV is never reused anyway).
     if (embeddings_) cp.kv_unified = true;
+    // An encoder decodes a batch in one ubatch (llama.cpp asserts it) and a pooled input is
+    // never split: a batch holds at most a ubatch, as llama-server lowers n_batch to n_ubatch
+    if (embeddings_ && cp.n_ubatch > 0 && cp.n_batch > cp.n_ubatch) cp.n_batch = cp.n_ubatch;
     // llama-server's output limit: without embeddings or speculation a step asks for one row
     // of logits per slot at most (a prompt's last token or a sampled one); reserving n_batch
     // rows instead costs n_ubatch x n_vocab floats of compute buffer (~100 MiB at a 50k

@@ -132,6 +132,10 @@ class ServerState:
         if not n_ctx and s.kv_unified_per_slot:  # the pool holds every slot's limit
             n_ctx = n_parallel * s.kv_unified_per_slot
         embedding = s.embeddings or s.reranking  # the engine unifies the KV cache then
+        if embedding and s.n_batch > s.n_ubatch:
+            # llama-server's warnings: the engine keeps a batch within one ubatch
+            log.warning("embeddings enabled with n_batch (%d) > n_ubatch (%d)", s.n_batch, s.n_ubatch)
+            log.warning("setting n_batch = n_ubatch = %d to avoid assertion failure", s.n_ubatch)
         drafting = draft_file is not None and spec.uses_draft_model(s.spec_types)
         ngram = ngram_spec(s)
         placement, n_ctx = apply_fit(

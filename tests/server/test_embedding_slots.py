@@ -25,3 +25,21 @@ def test_a_slot_holds_what_llama_servers_does(smollm_path: str) -> None:
             for u in (ours, peer)
         ]
         assert codes[0] == codes[1] and codes[0] >= 400
+
+
+def test_long_inputs_to_an_encoder_fill_a_ubatch_at_most(minilm_path: str) -> None:
+    """An encoder decodes each batch in one ubatch: with the default -b 2048 -ub 512, four
+    slots of ~300-token inputs must not go into one decode (llama.cpp aborts the process);
+    the batch is kept to a ubatch as llama-server keeps it, and every input is answered."""
+    text = " ".join(f"word{i}" for i in range(120))
+    inputs = [f"{i} {text}" for i in range(6)]
+    with running_server("-m", minilm_path, "--embedding", "-t", "2") as url:
+        r = httpx.post(url + "/v1/embeddings", json={"input": inputs}, timeout=300)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["usage"]["prompt_tokens"] > 6 * 256  # each input over half a ubatch
+        batched = [d["embedding"] for d in body["data"]]
+        alone = httpx.post(url + "/v1/embeddings", json={"input": inputs[3]}, timeout=300)
+        assert alone.status_code == 200, alone.text
+        assert batched[3] == pytest.approx(alone.json()["data"][0]["embedding"], abs=1e-4)
+        assert httpx.get(url + "/health", timeout=30).status_code == 200

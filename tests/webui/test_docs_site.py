@@ -51,6 +51,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_page_renders(site: str, page: str, driver: Any) -> None:
     from selenium.webdriver.common.by import By
 
+    driver.get_log("browser")  # the shared browser's earlier pages' entries: not this page's
     driver.get(site + page)
     title = driver.find_element(By.CSS_SELECTOR, "article h1").text
     assert title.startswith(PAGES[page]), title
