@@ -40,6 +40,16 @@ from pyllama.server.settings import Settings
 __all__ = ["ServerState"]
 
 log = logging.getLogger("pyllama.server")
+# -np's auto value for an encoder (BERT and its kin): it keeps no KV cache, so a slot costs
+# nothing, and a decode holds as many inputs as there are slots (up to a ubatch); with
+# llama-server's 4 a decode of short texts fills a sixth of a 512-token ubatch
+ENCODER_SLOTS = 32
+
+
+def encoder(model: _core.Model) -> bool:
+    """Non-causal attention: an embedding-only model (BERT...), whose inputs keep no KV."""
+    arch = model.meta("general.architecture")
+    return model.meta(f"{arch}.attention.causal") == "false"
 
 
 class ServerState:
@@ -134,7 +144,9 @@ class ServerState:
         embedding = s.embeddings or s.reranking  # the engine unifies the KV cache then
         if embedding and s.n_batch > s.n_ubatch:
             # llama-server's warnings: the engine keeps a batch within one ubatch
-            log.warning("embeddings enabled with n_batch (%d) > n_ubatch (%d)", s.n_batch, s.n_ubatch)
+            log.warning(
+                "embeddings enabled with n_batch (%d) > n_ubatch (%d)", s.n_batch, s.n_ubatch
+            )
             log.warning("setting n_batch = n_ubatch = %d to avoid assertion failure", s.n_ubatch)
         drafting = draft_file is not None and spec.uses_draft_model(s.spec_types)
         ngram = ngram_spec(s)
@@ -148,6 +160,8 @@ class ServerState:
             speculative=drafting or ngram is not None,
         )
         model = _core.Model(path, **placement)
+        if auto and embedding and encoder(model):
+            n_parallel = ENCODER_SLOTS
         n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()
         draft = _core.Model(draft_file, **model_options(s, draft=True)) if drafting else None
