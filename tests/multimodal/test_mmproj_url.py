@@ -4,21 +4,14 @@ HTTP server handing out the tiny projector."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
 from helpers.servers import running_server
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
+from helpers.static_http import serving
 
 
 @pytest.fixture
@@ -27,13 +20,8 @@ def served(tiny_vlm: dict[str, Path], tmp_path: Path) -> Iterator[str]:
     folder = tmp_path / "served"
     folder.mkdir()
     (folder / "mmproj-tiny.gguf").symlink_to(tiny_vlm["mmproj"])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(folder) as url:
+        yield url
 
 
 @pytest.mark.flag_effect("--mmproj-url")

@@ -4,11 +4,8 @@ HTTP, each with Material's navigation, its heading, its images loaded and no scr
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +13,7 @@ from typing import Any
 import pytest
 
 from helpers.doc_blocks import MKDOCS
+from helpers.static_http import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {  # path in the site -> its first heading
@@ -37,14 +35,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         timeout=600,
     )
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(out) as url:
+        yield url + "/"
 
 
 @pytest.mark.parametrize("page", list(PAGES), ids=[p or "home" for p in PAGES])
