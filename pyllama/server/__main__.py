@@ -6,4 +6,5 @@ import sys
 
 from pyllama.server.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (an API doc tool walking the package) runs nothing
+    sys.exit(main())
