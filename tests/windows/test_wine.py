@@ -106,8 +106,11 @@ async def main(path):
     engine = AsyncEngine.open(path, n_parallel=3, n_ctx=2048)
     tok = engine.engine.model.tokenize
     prompts = ["Hello, my name is", "The capital of France is", "Once upon a time"]
+    sampling = SamplingParams()
+    sampling.ignore_eos = True  # 16 tokens each, whatever the sampled text: a reply may end early
     async def one(p):
-        pieces = [t async for t in engine.stream_text(make_task(tok(p, True, False), n_predict=16))]
+        task = make_task(tok(p, True, False), n_predict=16, sampling=sampling)
+        pieces = [t async for t in engine.stream_text(task)]
         return len(pieces), "".join(pieces)
     results = await asyncio.gather(*(one(p) for p in prompts))
     engine.close()
