@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
-__all__ = ["PIP", "new_venv", "run_ok"]
+__all__ = ["BUILD_REQUIREMENTS", "PIP", "build_venv", "cached_venv", "new_venv", "run_ok"]
+
+_CACHE = Path(os.environ.get("PYLLAMA_CACHE") or Path.home() / ".cache" / "pyllama")
 
 PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input"]
+# pyproject's build-system requirements, with CMake and Ninja from the package index
+BUILD_REQUIREMENTS = ("scikit-build-core>=0.10", "pybind11>=2.13", "cmake>=3.21", "ninja")
 
 
 def run_ok(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
@@ -34,3 +42,28 @@ def new_venv(where: Path, *requirements: str, no_compiler: bool = False) -> Path
             cmd.append("--only-binary=:all:")
         run_ok(cmd, timeout=900, env=env)
     return bin_dir
+
+
+def cached_venv(name: str, *requirements: str) -> Path:
+    """A venv holding ``requirements`` at a path that stays the same between test runs
+    (``$PYLLAMA_CACHE/test-venvs``, keyed by the requirements and this Python); its bin
+    directory. For build environments: a compile's include paths are part of ccache's
+    key, so pybind11's headers at a new temporary path each run recompile every binding
+    source (minutes on 2 cores) where this path lets ccache answer."""
+    key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:12]
+    root = _CACHE / "test-venvs"
+    where = root / f"{name}-{key}"
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f"{name}-{key}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one creator; others wait and reuse it
+        if not (where / ".complete").exists():
+            shutil.rmtree(where, ignore_errors=True)  # an interrupted creation
+            new_venv(where, *requirements)
+            (where / ".complete").touch()
+    return where / "bin"
+
+
+def build_venv() -> Path:
+    """The venv the packaging tests build pyllama in (``--no-build-isolation``): the build
+    requirements and the package's own dependencies, at one path across runs."""
+    return cached_venv("build", *BUILD_REQUIREMENTS, "numpy>=1.24", "jinja2>=3.1.6")

@@ -4,9 +4,10 @@ into an empty cache) and answers the README's client snippets; installed with no
 ``import pyllama`` and the ``pyllama`` command work, and ``pyllama-server`` names the
 extra to install.
 
-One wheel serves both venvs. It is built from this checkout with the same build
-directory as ``pip install .`` (``build/{wheel_tag}``), so only the bindings are compiled
-again (seconds with ccache, which ``.ci/run`` installs); llama.cpp is not. The venvs take
+One wheel serves both venvs. It is built from this checkout in the packaging tests'
+build venv (``helpers.venvs.build_venv``) with the same build directory as ``pip install .``
+(``build/{wheel_tag}``), so only the bindings are compiled again (seconds with ccache,
+which ``.ci/run`` installs); llama.cpp is not. The venvs take
 their dependencies from the package index, as a user's would: a dependency missing from
 an extra fails here even though the test extras installed it in this environment.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from helpers.servers import free_port
-from helpers.venvs import PIP, new_venv, run_ok
+from helpers.venvs import PIP, build_venv, new_venv, run_ok
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -35,7 +35,11 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    run_ok([sys.executable, *PIP, "wheel", "--no-deps", "-w", str(out), str(ROOT)], timeout=1800)
+    # in the build venv (one path across runs: ccache answers for the bindings) rather
+    # than pip's isolated one (pybind11 at a new temporary path each time)
+    python = build_venv() / "python"
+    cmd = [str(python), *PIP, "wheel", "--no-deps", "--no-build-isolation", "-w", str(out)]
+    run_ok([*cmd, str(ROOT)], timeout=1800)
     (built,) = out.glob("pyllama_engine-*.whl")
     return built
 

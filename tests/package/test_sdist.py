@@ -7,7 +7,7 @@ The build requirements go into a venv first (that step uses the package index); 
 build itself then runs in a network namespace with no interfaces (``unshare -n``), or,
 where that is not allowed, with pip's index off and every proxy pointing at a closed
 port. With ccache the compile reuses the checkout's objects (paths are relative to the
-source tree), so this costs about a minute.
+source tree, and the build venv stays at one path), so this costs about a minute.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.venvs import PIP, new_venv, run_ok
+from helpers.venvs import PIP, build_venv, run_ok
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD_REQUIREMENTS = ["scikit-build-core>=0.10", "pybind11>=2.13", "cmake>=3.21", "ninja"]
 PROMPT = "The capital of France is"
 
 
@@ -38,10 +37,11 @@ def _offline(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def build_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv holding the build requirements and the package's own dependencies."""
-    where = tmp_path_factory.mktemp("build-venv")
-    return new_venv(where, *BUILD_REQUIREMENTS, "numpy>=1.24", "jinja2>=3.1.6") / "python"
+def build_env() -> Path:
+    """A venv holding the build requirements and the package's own dependencies, at the
+    same path each run (ccache then reuses the bindings' objects; see cached_venv). The
+    wheel built from the sdist installs into it: each build replaces the one before."""
+    return build_venv() / "python"
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,8 @@ def test_the_sdist_builds_offline_and_generates(
     r = run_ok(cmd, env=env, cwd=tmp_path, timeout=3600)
     assert "vendor/llama.cpp missing" not in r.stdout  # nothing was fetched
     (wheel,) = wheels.glob("pyllama_engine-*.whl")
-    run_ok([str(build_env), *PIP, "install", "--no-index", "--no-deps", str(wheel)], cwd=tmp_path)
+    install = [str(build_env), *PIP, "install", "--no-index", "--no-deps", "--force-reinstall"]
+    run_ok([*install, str(wheel)], cwd=tmp_path)
     code = (
         "import sys, pyllama\n"
         "llm = pyllama.Llama(sys.argv[1], n_ctx=256, n_threads=2, verbose=False)\n"

@@ -60,7 +60,8 @@ def test_placement_options_keep_the_answer(smollm_path: str, baseline: str) -> N
     """CPU placement, repacking, load modes, tensor overrides, fitting: where and how the
     work runs, never what it computes."""
     args = [
-        *("-C", "0x1", "--cpu-strict", "1", "--prio", "1"),  # --poll: refused but for the default
+        # both cores: two threads pinned to one spin against each other for minutes
+        *("-C", "0x3", "--cpu-strict", "1", "--prio", "1"),  # --poll: refused but for the default
         *("-Cb", "0x3", "--prio-batch", "0"),
         *("-ot", r"blk\.0\.=CPU", "--cpu-moe", "--no-repack", "--load-mode", "none"),
         *("--numa", "distribute", "--no-kv-offload", "--no-op-offload", "--fit", "on"),
