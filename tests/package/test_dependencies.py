@@ -87,9 +87,10 @@ def _distributions_of() -> dict[str, frozenset[str]]:
     for dist in importlib.metadata.distributions():
         top = (dist.read_text("top_level.txt") or "").split()
         top += [f.parts[0].removesuffix(".py") for f in dist.files or () if len(f.parts) >= 1]
-        for name in top:
+        dist_name = _normalize(dist.metadata["Name"])  # parses METADATA: once, not a file
+        for name in set(top):
             if name.isidentifier():
-                found.setdefault(name, set()).add(_normalize(dist.metadata["Name"]))
+                found.setdefault(name, set()).add(dist_name)
     return {k: frozenset(v) for k, v in found.items()}
 
 
