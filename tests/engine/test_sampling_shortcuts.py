@@ -36,7 +36,7 @@ def engine(smollm_path):
 def tokens(model, eng, samplers: list[str], **sampling) -> list[int]:
     params = make_sampling_params(samplers=samplers, xtc_probability=0.0, **sampling)
     task = make_task(
-        model.tokenize(PROMPT, True, True), n_predict=64, sampling=params, cache_prompt=False
+        model.tokenize(PROMPT, True, True), n_predict=40, sampling=params, cache_prompt=False
     )
     return [e.token for e in generate(eng, task) if e.type == "token" and e.token >= 0]
 
