@@ -46,11 +46,13 @@ def new_venv(where: Path, *requirements: str, no_compiler: bool = False) -> Path
 
 def cached_venv(name: str, *requirements: str) -> Path:
     """A venv holding ``requirements`` at a path that stays the same between test runs
-    (``$PYLLAMA_CACHE/test-venvs``, keyed by the requirements and this Python); its bin
+    (``$PYLLAMA_CACHE/test-venvs``, keyed by the requirements and this interpreter); its bin
     directory. For build environments: a compile's include paths are part of ccache's
     key, so pybind11's headers at a new temporary path each run recompile every binding
     source (minutes on 2 cores) where this path lets ccache answer."""
-    key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:12]
+    # the interpreter's own path too: a venv links to it
+    base = os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
+    key = hashlib.sha256("\n".join([base, sys.version, *requirements]).encode()).hexdigest()[:12]
     root = _CACHE / "test-venvs"
     where = root / f"{name}-{key}"
     root.mkdir(parents=True, exist_ok=True)
