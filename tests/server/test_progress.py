@@ -105,8 +105,11 @@ def test_metrics_counters_and_generation_rate(small_batches):
     # the first token comes from the prompt's last batch: no decode step, no rate
     assert one["predicted_n"] == 1 and one["predicted_per_second"] == 0.0
     assert one["predicted_per_token_ms"] == 0.0
+    # sampled (the server's default temperature): past an end-of-generation token, so 16
     more = httpx.post(
-        small_batches + "/completion", json={"prompt": prompt, "n_predict": 16}, timeout=60
+        small_batches + "/completion",
+        json={"prompt": prompt, "n_predict": 16, "ignore_eos": True},
+        timeout=60,
     ).json()["timings"]
     assert more["predicted_n"] == 16 and more["cache_n"] > 0
     assert more["predicted_per_second"] == pytest.approx(1e3 * 15 / more["predicted_ms"])
