@@ -11,9 +11,9 @@ import sys
 import venv
 from pathlib import Path
 
-__all__ = ["BUILD_REQUIREMENTS", "PIP", "build_venv", "cached_venv", "new_venv", "run_ok"]
+from pyllama.models import cache_dir
 
-_CACHE = Path(os.environ.get("PYLLAMA_CACHE") or Path.home() / ".cache" / "pyllama")
+__all__ = ["BUILD_REQUIREMENTS", "PIP", "build_venv", "cached_venv", "new_venv", "run_ok"]
 
 PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input"]
 # pyproject's build-system requirements, with CMake and Ninja from the package index
@@ -53,7 +53,7 @@ def cached_venv(name: str, *requirements: str) -> Path:
     # the interpreter's own path too: a venv links to it
     base = os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
     key = hashlib.sha256("\n".join([base, sys.version, *requirements]).encode()).hexdigest()[:12]
-    root = _CACHE / "test-venvs"
+    root = cache_dir() / "test-venvs"
     where = root / f"{name}-{key}"
     root.mkdir(parents=True, exist_ok=True)
     with (root / f"{name}-{key}.lock").open("w") as lock:
