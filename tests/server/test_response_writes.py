@@ -22,14 +22,14 @@ class Recording(asyncio.WriteTransport):
     def write(self, data: bytes) -> None:  # type: ignore[override]
         self.writes.append(bytes(data))
 
+    def write_eof(self) -> None:
+        self.writes.append(b"<eof>")
+
     def close(self) -> None:
         self.closed = True
 
     def is_closing(self) -> bool:
         return self.closed
-
-    def get_write_buffer_size(self) -> int:
-        return 0
 
 
 def test_head_and_body_leave_in_one_write() -> None:
@@ -71,3 +71,15 @@ def test_close_sends_a_held_head_first() -> None:
 
     raw = asyncio.run(main())
     assert raw.writes == [TITLED] and raw.closed
+
+
+def test_write_eof_sends_a_held_head_first() -> None:
+    async def main() -> list[bytes]:
+        raw = Recording()
+        t = _Transport(raw)
+        t.write(HEAD)
+        t.write_eof()
+        await asyncio.sleep(0)
+        return raw.writes
+
+    assert asyncio.run(main()) == [TITLED, b"<eof>"]

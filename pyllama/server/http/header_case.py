@@ -70,9 +70,6 @@ class _Transport:
         self._flush()
         self._transport.close()
 
-    def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + len(self._head or b"")
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
