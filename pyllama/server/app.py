@@ -29,6 +29,7 @@ from pyllama.server.http.io_timeout import with_io_timeout
 from pyllama.server.http.listen import bind_all, split_hosts
 from pyllama.server.http.openapi import ROUTES as OPENAPI_ROUTES
 from pyllama.server.http.prefix import PrefixMiddleware
+from pyllama.server.http.routing import IndexedRouter
 from pyllama.server.http.threads import use_worker_threads
 from pyllama.server.logs import setup_logging
 from pyllama.server.ops import admin
@@ -112,6 +113,7 @@ def create_app(
             Exception: _unexpected,
         },
     )
+    app.router = IndexedRouter(app.router.routes, lifespan=lifespan)
     app.state.pyllama = state
     app.state.streams = StreamSessions()
     app.state.tools = tools

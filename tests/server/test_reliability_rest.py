@@ -224,6 +224,29 @@ def test_a_disconnect_frees_the_slot(server, path):  # item 23
         time.sleep(0.05)
 
 
+def _busy(server: str) -> bool:
+    return any(s["is_processing"] for s in http.get(server + "/slots").json())
+
+
+@pytest.mark.parametrize("path", ["/completion", "/v1/chat/completions"])
+def test_a_disconnect_frees_the_slot_of_a_whole_answer(server, path):  # item 23
+    # no stream: the server has nothing to write until the end, so only its watch on the
+    # connection can see the client go
+    body = json.dumps({**STREAMS[path], "ignore_eos": True}).encode()
+    host, port = server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        head = f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        sock.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        deadline = time.monotonic() + 60
+        while not _busy(server):
+            assert time.monotonic() < deadline, "the request never started"
+            time.sleep(0.05)
+    left = time.monotonic()
+    while _busy(server):
+        assert time.monotonic() - left < 15.0, "the slot was still busy after the client left"
+        time.sleep(0.05)
+
+
 # --- API keys (item 28) and a bounded queue (item 32) ----------------------------------------
 
 KEY = "sk-test-0123456789"

@@ -54,8 +54,10 @@ async def embed(
 
 def _rows(final: _core.Event) -> list[list[float]]:
     """An input's vectors: one pooled row, or one a token with ``--pooling none``."""
-    flat = list(final.embedding)
+    flat = final.embedding  # a new list at each read
     n = max(1, final.n_embd_rows)
+    if n == 1:
+        return [flat]
     width = len(flat) // n
     return [flat[i * width : (i + 1) * width] for i in range(n)]
 

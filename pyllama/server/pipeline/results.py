@@ -63,10 +63,11 @@ async def _until_disconnect(receive: Any) -> None:
             return
 
 
-async def collect(streams: list[TaskStream], n_cmpl: int, receive: Any = None) -> list[Result]:
-    """Fold every stream; a client that disconnects meanwhile cancels them all."""
-
-    async def fold(stream: TaskStream) -> list[Result]:
+async def _fold(streams: list[TaskStream], n_cmpl: int) -> list[Result]:
+    # the streams one after the other: every result is needed, and each stream buffers
+    # its events until it is read
+    out = []
+    for stream in streams:
         results = [Result(i) for i in range(n_cmpl)]
         async for ev in events(stream):
             r = results[ev.index]
@@ -77,28 +78,42 @@ async def collect(streams: list[TaskStream], n_cmpl: int, receive: Any = None) -
                     r.probs.append(ev)
             else:
                 r.final = ev
-        return results
+        out += results
+    return out
 
-    work = asyncio.ensure_future(asyncio.gather(*[fold(s) for s in streams]))
+
+async def collect(streams: list[TaskStream], n_cmpl: int, receive: Any = None) -> list[Result]:
+    """Fold every stream; a client that disconnects meanwhile cancels them all.
+
+    The fold runs in the caller's task; a watcher task reads ``receive`` and, on a
+    disconnect, cancels the caller while it is still in here (one extra task a request,
+    where a task per stream and a wait on both cost several)."""
+    owner = asyncio.current_task()
     watch = asyncio.ensure_future(_until_disconnect(receive)) if receive else None
+    disconnected = False
+
+    def on_disconnect(w: asyncio.Future[None]) -> None:
+        nonlocal disconnected
+        if not w.cancelled() and w.exception() is None and owner is not None:
+            disconnected = True
+            owner.cancel()
+
+    if watch is not None:
+        watch.add_done_callback(on_disconnect)
     try:
-        if watch is None:
-            groups = await work
-        else:
-            done, _ = await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if work not in done:
-                raise asyncio.CancelledError("client disconnected")
-            groups = work.result()
+        return await _fold(streams, n_cmpl)
+    except asyncio.CancelledError:
+        if disconnected:
+            raise asyncio.CancelledError("client disconnected") from None
+        raise
     except EngineError as e:
         raise APIError(500, str(e)) from e
     finally:
-        if watch is not None:
+        if watch is not None:  # done here: a disconnect from now on is not ours to act on
+            watch.remove_done_callback(on_disconnect)
             watch.cancel()
-        if not work.done():
-            work.cancel()
         for s in streams:
             s.close()
-    return [r for g in groups for r in g]
 
 
 def timings(ev: _core.Event) -> dict[str, float]:

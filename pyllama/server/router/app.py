@@ -33,6 +33,7 @@ from pyllama.server.http.auth import ApiKeyMiddleware
 from pyllama.server.http.errors import APIError, handle_api_error, handle_http_error
 from pyllama.server.http.multipart import parse_form
 from pyllama.server.http.openapi import ROUTES as OPENAPI_ROUTES
+from pyllama.server.http.routing import IndexedRouter
 from pyllama.server.http.wire import json_body, json_response
 from pyllama.server.router import streams
 from pyllama.server.router.forward import forward, table_of
@@ -326,6 +327,7 @@ def create_router_app(
         lifespan=lifespan,
         exception_handlers={APIError: handle_api_error, HTTPException: handle_http_error},
     )
+    app.router = IndexedRouter(app.router.routes, lifespan=lifespan)
     app.state.settings = settings
     app.state.conv_owners = streams.ConvOwners()
     app.state.tools = tools
