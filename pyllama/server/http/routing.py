@@ -32,9 +32,6 @@ class IndexedRouter(Router):
     _patterns: list[tuple[int, BaseRoute]]
 
     def _index(self) -> None:
-        # rebuilt whenever the route list changed (an embedding app may add routes late);
-        # the list comparison is by identity first, so an unchanged list costs a pointer
-        # walk
         self._by_path = {}
         self._patterns = []
         for i, route in enumerate(self.routes):
@@ -47,6 +44,9 @@ class IndexedRouter(Router):
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            # rebuilt whenever the route list changed (an embedding app may add routes
+            # late); list equality tests identity first, so an unchanged list costs a
+            # pointer walk
             if self._indexed != self.routes:
                 self._index()
             route = self._lookup(scope)
