@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from servers import add_llama_server_argument, start, stop
+from servers import add_llama_server_argument, encoder_model, start, stop
 
 WORDS = [
     "river", "harbour", "library", "museum", "orchard", "station", "garden", "market",
@@ -103,16 +103,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="append the records to results/")
     add_llama_server_argument(ap)
     args = ap.parse_args()
-    from pyllama.models import embedding_model
-
-    model = args.model
-    if model is None:
-        model = embedding_model()
-        if args.rerank:  # MiniLM with a fixed-seed classification head: llama.cpp's rank graph
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-            from helpers.derived_models import rerank_model
-
-            model = rerank_model(model)
+    model = args.model or encoder_model(args.rerank)
     mode = ["--rerank"] if args.rerank else ["--embedding", "--pooling", "mean"]
     flags = ["-m", model, "-t", str(args.threads), *mode, *shlex.split(args.server_flags)]
     ours, ours_url = start([sys.executable, "-m", "pyllama.server", *flags])

@@ -25,6 +25,8 @@ import statistics
 import time
 from typing import Any
 
+from servers import encoder_model
+
 BODIES = {
     "/v1/embeddings": lambda i: {"input": [f"{i}: river harbour library museum orchard."]},
     "/embedding": lambda i: {"content": f"{i}: river harbour library museum orchard."},
@@ -136,17 +138,7 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one more block")
     args = ap.parse_args()
     if args.model is None:
-        from pyllama.models import embedding_model
-
-        args.model = embedding_model()
-        if args.route == "/v1/rerank":
-            import sys
-            from pathlib import Path
-
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-            from helpers.derived_models import rerank_model
-
-            args.model = rerank_model(args.model)
+        args.model = encoder_model(rerank=args.route == "/v1/rerank")
     try:
         import uvloop  # what pyllama-server runs on where it is installed
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -59,6 +60,20 @@ def peer_bin(name: str = "llama-server") -> str:
     """A peer binary built by ci/build_peer.sh (under $PYLLAMA_CACHE/peer/bin)."""
     cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
     return str(cache / "peer/bin" / name)
+
+
+def encoder_model(rerank: bool = False) -> str:
+    """The embedding benchmarks' default model: all-MiniLM-L6-v2, or with ``rerank`` the
+    same encoder with a fixed-seed classification head (llama.cpp's rank graph)."""
+    from pyllama.models import embedding_model
+
+    model = embedding_model()
+    if not rerank:
+        return model
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from helpers.derived_models import rerank_model
+
+    return str(rerank_model(model))
 
 
 def add_llama_server_argument(ap: argparse.ArgumentParser) -> None:
