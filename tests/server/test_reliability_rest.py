@@ -208,6 +208,19 @@ STREAMS = {
 }
 
 
+def _busy(server: str) -> bool:
+    return any(s["is_processing"] for s in http.get(server + "/slots").json())
+
+
+def _wait_until_free(server: str) -> None:
+    left = time.monotonic()
+    while _busy(server):
+        # "about a second" on a quiet machine; 15 s leaves room for a loaded 2-core one,
+        # and a leaked slot (4000 tokens to go, tens of seconds) would stay busy longer
+        assert time.monotonic() - left < 15.0, "the slot was still busy after the client left"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("path", list(STREAMS))
 def test_a_disconnect_frees_the_slot(server, path):  # item 23
     body = {**STREAMS[path], "ignore_eos": True, "stream": True}
@@ -216,16 +229,7 @@ def test_a_disconnect_frees_the_slot(server, path):  # item 23
         for line in r.iter_lines():
             if line.startswith("data: "):
                 break
-    left = time.monotonic()
-    while any(s["is_processing"] for s in http.get(server + "/slots").json()):
-        # "about a second" on a quiet machine; 15 s leaves room for a loaded 2-core one,
-        # and a leaked slot (4000 tokens to go, tens of seconds) would stay busy longer
-        assert time.monotonic() - left < 15.0, "the slot was still busy after the client left"
-        time.sleep(0.05)
-
-
-def _busy(server: str) -> bool:
-    return any(s["is_processing"] for s in http.get(server + "/slots").json())
+    _wait_until_free(server)
 
 
 @pytest.mark.parametrize("path", ["/completion", "/v1/chat/completions"])
@@ -241,10 +245,7 @@ def test_a_disconnect_frees_the_slot_of_a_whole_answer(server, path):  # item 23
         while not _busy(server):
             assert time.monotonic() < deadline, "the request never started"
             time.sleep(0.05)
-    left = time.monotonic()
-    while _busy(server):
-        assert time.monotonic() - left < 15.0, "the slot was still busy after the client left"
-        time.sleep(0.05)
+    _wait_until_free(server)
 
 
 # --- API keys (item 28) and a bounded queue (item 32) ----------------------------------------
