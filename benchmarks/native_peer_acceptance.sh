@@ -38,11 +38,13 @@ out="$root/benchmarks/results/native_peer_$(date +%F).jsonl"
 python3 -c 'import json, sys; b, d, c, s, k = sys.argv[1:]; print(json.dumps(dict(bench=b, date=d, cpu=c, install_s=int(s), kernels=k)))' \
   native_peer "$(date +%F)" "$cpu" "$install_s" "$kernels" | tee -a "$out"
 cd "$root/benchmarks"
+# the demo model (the tiny model takes its tokenizer from it), fetched as the server would
+(cd / && "$venv/bin/python" -c "import pyllama.models as m; m.fetch(m.DEMO_MODEL)")
 # the tiny model is written with the gguf package, which the README's install does not
 # bring: this interpreter (the test extras) writes it once into the cache
 python3 -c "import bench_host_bound as b; from pathlib import Path; b.tiny_model(Path('$cache'))"
 "$venv/bin/python" bench_server.py --llama-server "$peer/bin/llama-server" --threads 2 \
-  --concurrency 1,4,8 --json | tee -a "$out"
-"$venv/bin/python" bench_host_bound.py --concurrency 32,128,256 --modes bs,greedy --json \
+  --concurrency 1,4,8 --repeat 5 --json | tee -a "$out"
+"$venv/bin/python" bench_host_bound.py --concurrency 32,128,256 --modes bs,greedy --bs-max 256 --rounds 5 --json \
   --batched "$peer/bin/llama-batched" --batched-bench "$peer/bin/llama-batched-bench" | tee -a "$out"
 echo "$0: records in $out"

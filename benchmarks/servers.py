@@ -24,7 +24,9 @@ def start(cmd: list[str], timeout: float = 300.0) -> tuple[subprocess.Popen[byte
     once /health answers 200."""
     port = free_port()
     if os.sep in cmd[0]:  # a path given relative to here: the server runs elsewhere
-        cmd = [str(Path(cmd[0]).resolve()), *cmd[1:]]
+        # absolute, links kept: a venv's python resolved is the base interpreter, outside
+        # the venv and without its packages
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
     proc = subprocess.Popen(
         [*cmd, "--port", str(port)],
         stdout=subprocess.DEVNULL,
