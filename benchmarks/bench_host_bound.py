@@ -17,9 +17,17 @@ Modes: ``greedy`` (temperature 0: on the CPU the engine picks it in the graph by
 the host, as llama-server without ``-bs``), ``temp`` (0.8, seed 42), ``probs`` (greedy with
 n_probs 10; llama-batched has no such option, so only the ceiling compares) and ``bs``
 (greedy with backend sampling on both sides). ``host_us`` is the engine's own counter: the
-loop thread's time outside llama_decode per busy sequence per step.
+loop thread's time outside llama_decode per busy sequence per step; ``loop_us_per_token``
+is the event loop's CPU time (this process's main thread) per generated token.
+
+On a shared machine the speed of both sides drifts by tens of percent from one minute to
+the next, so each concurrency's ceiling is measured right before the engine's runs at it,
+and ``--rounds N`` repeats that pair N times and ends with one ``summary`` row per mode and
+concurrency: the median (and range) of the paired ratios. llama-batched runs in the first
+round only.
 
     python benchmarks/bench_host_bound.py --concurrency 1,32,64,128,256 --json
+    python benchmarks/bench_host_bound.py --concurrency 32,128,256 --modes bs,greedy --rounds 5
 """
 
 from __future__ import annotations
@@ -29,8 +37,10 @@ import asyncio
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 PROMPT = "Hello my name is"
@@ -94,15 +104,18 @@ def sampling_for(mode: str):
 
 async def run_engine(
     ae, eng, prompt: list[int], c: int, g: int, mode: str
-) -> tuple[float, float, int]:
-    """(tokens/s, host µs per sequence per step, tokens) for C tasks started together."""
+) -> tuple[float, float, int, float]:
+    """(tokens/s, host µs per sequence per step, tokens, the event loop's CPU µs a token)
+    for C tasks started together."""
     from pyllama.engine import make_task
 
     sampling = sampling_for(mode)
     n_probs = 10 if mode == "probs" else 0
     tasks = [make_task(prompt, n_predict=g, sampling=sampling, n_probs=n_probs) for _ in range(c)]
     m0 = eng.metrics()
+    cpu0 = time.thread_time()  # this thread runs the loop: submit, drains, the readers
     results = await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
+    loop_cpu_s = time.thread_time() - cpu0
     m1 = eng.metrics()
     finals = [f for _, f in results]
     n = sum(f.n_predicted for f in finals)
@@ -111,7 +124,34 @@ async def run_engine(
         m1["t_sample_ms_total"] - m0["t_sample_ms_total"]
     )
     busy = m1["n_busy_slots_total"] - m0["n_busy_slots_total"]
-    return n / span_s, 1000.0 * host_ms / max(busy, 1), n
+    return n / span_s, 1000.0 * host_ms / max(busy, 1), n, 1e6 * loop_cpu_s / max(n, 1)
+
+
+def measure_engine(
+    model: object, prompt: list[int], c: int, g: int, mode: str, threads: int
+) -> tuple[float, float, int, float]:
+    """(tokens/s, host µs per sequence per step, tokens, loop µs a token) of a fresh engine sized for C tasks
+    as llama-batched sizes its context: idle slots of an earlier run would keep their cached
+    tokens in the unified KV cache, and every decode would attend over them."""
+    from pyllama.engine import AsyncEngine, open_engine
+
+    eng = open_engine(
+        model,
+        n_parallel=c,
+        n_ctx=c * (len(prompt) + g + 16),
+        n_batch=max(2048, c),
+        n_ubatch=512,
+        n_threads=threads,
+        kv_unified=True,
+        graph_greedy=mode != "greedy_host",
+    )
+    ae = AsyncEngine(eng)
+    try:
+        asyncio.run(run_engine(ae, eng, prompt, 1, 8, mode))  # warm-up
+        return asyncio.run(run_engine(ae, eng, prompt, c, g, mode))
+    finally:
+        ae.close()
+        eng.stop()
 
 
 def main() -> int:
@@ -130,6 +170,7 @@ def main() -> int:
         "--ngl", type=int, help="layers on the GPU, both sides (default: each side's own)"
     )
     ap.add_argument("--model", help="a GGUF in place of the tiny model")
+    ap.add_argument("--rounds", type=int, default=1, help="ceiling/engine pairs per concurrency")
     ap.add_argument("--json", action="store_true")
     cache = Path(os.environ.get("PYLLAMA_CACHE", Path.home() / ".cache/pyllama"))
     peer = cache / "peer/bin"
@@ -143,7 +184,6 @@ def main() -> int:
     args = ap.parse_args()
 
     from pyllama import _core
-    from pyllama.engine import AsyncEngine, open_engine
 
     cs = [int(x) for x in args.concurrency.split(",")]
     modes = args.modes.split(",")
@@ -152,44 +192,52 @@ def main() -> int:
     ngl = [] if args.ngl is None else ["-ngl", str(args.ngl)]
     model = _core.Model(str(path), **({} if args.ngl is None else {"n_gpu_layers": args.ngl}))
     prompt = list(model.tokenize(PROMPT, add_special=True, parse_special=False))
-    ceiling = run_batched_bench(args.batched_bench, path, args.threads, cs, len(prompt), g, ngl)
-    for mode in modes:
-        for c in cs:
-            if mode == "bs" and c > args.bs_max:
-                continue
-            # an engine per run, sized for it as llama-batched sizes its context: idle slots
-            # of an earlier run would keep their cached tokens in the unified KV cache, and
-            # every decode would attend over them
-            eng = open_engine(
-                model,
-                n_parallel=c,
-                n_ctx=c * (len(prompt) + g + 16),
-                n_batch=max(2048, c),
-                n_ubatch=512,
-                n_threads=args.threads,
-                kv_unified=True,
-                graph_greedy=mode != "greedy_host",
-            )
-            ae = AsyncEngine(eng)
-            asyncio.run(run_engine(ae, eng, prompt, 1, 8, mode))  # warm-up
-            tps, host_us, n = asyncio.run(run_engine(ae, eng, prompt, c, g, mode))
-            ae.close()
-            eng.stop()
-            row: dict[str, object] = {"mode": mode, "concurrency": c, "engine_tok_s": round(tps, 1)}
-            row.update(
-                host_us_per_seq_step=round(host_us, 2), tokens=n, batched_bench_s_tg=ceiling[c]
-            )
-            row["ratio_batched_bench"] = round(tps / ceiling[c], 3)
-            if mode != "probs":
-                peer_tps = run_batched(
-                    args.batched, path, args.threads, c, len(prompt), g, mode, ngl
+    ratios: dict[tuple[str, int], list[float]] = {}
+
+    def emit(row: dict[str, object]) -> None:
+        print(
+            json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()),
+            flush=True,
+        )
+
+    for c in cs:
+        for r in range(args.rounds):
+            ceiling = run_batched_bench(
+                args.batched_bench, path, args.threads, [c], len(prompt), g, ngl
+            )[c]
+            for mode in modes:
+                if mode == "bs" and c > args.bs_max:
+                    continue
+                tps, host_us, n, loop_us = measure_engine(model, prompt, c, g, mode, args.threads)
+                row: dict[str, object] = {
+                    "mode": mode,
+                    "concurrency": c,
+                    "engine_tok_s": round(tps, 1),
+                }
+                row.update(
+                    host_us_per_seq_step=round(host_us, 2), loop_us_per_token=round(loop_us, 2)
                 )
-                row.update(batched_tok_s=peer_tps, ratio_batched=round(tps / peer_tps, 3))
-            row.update(threads=args.threads, gen_tokens=g, ngl=args.ngl, model=path.name)
-            print(
-                json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()),
-                flush=True,
-            )
+                row.update(tokens=n, batched_bench_s_tg=ceiling)
+                row["ratio_batched_bench"] = round(tps / ceiling, 3)
+                ratios.setdefault((mode, c), []).append(tps / ceiling)
+                if mode != "probs" and r == 0:
+                    peer_tps = run_batched(
+                        args.batched, path, args.threads, c, len(prompt), g, mode, ngl
+                    )
+                    row.update(batched_tok_s=peer_tps, ratio_batched=round(tps / peer_tps, 3))
+                row.update(threads=args.threads, gen_tokens=g, ngl=args.ngl, model=path.name)
+                if args.rounds > 1:
+                    row["round"] = r
+                emit(row)
+    if args.rounds > 1:
+        for (mode, c), rs in ratios.items():
+            emit({
+                "summary": True, "mode": mode, "concurrency": c, "rounds": len(rs),
+                "ratio_batched_bench_median": round(statistics.median(rs), 3),
+                "ratio_batched_bench_min": round(min(rs), 3),
+                "ratio_batched_bench_max": round(max(rs), 3),
+                "threads": args.threads, "gen_tokens": g, "ngl": args.ngl, "model": path.name,
+            })  # fmt: skip
     return 0
 
 

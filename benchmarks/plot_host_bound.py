@@ -20,6 +20,8 @@ def main(src: str, dst: str) -> int:
 
     with open(src) as f:
         rows = [json.loads(line) for line in f if line.startswith("{")]
+    # with --rounds: the first round's rows (the one with llama-batched), no summaries
+    rows = [r for r in rows if not r.get("summary") and r.get("round", 0) == 0]
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     fig, (ax, hx) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=120)
     ceiling = {r["concurrency"]: r["batched_bench_s_tg"] for r in rows}
