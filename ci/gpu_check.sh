@@ -8,12 +8,16 @@
 #                           copy of the tree that keeps ignored build outputs keeps them)
 #   ci/gpu_check.sh flags   ci/gpu_flags.py: -ngl, -nkvo, -ot, --fit against llama-server
 #   ci/gpu_check.sh benches bench_shared_prefix and bench_python_api (-ngl 99) on the GPU
+#   ci/gpu_check.sh embeddings  bench_embeddings (-ngl 99): /v1/embeddings and /v1/rerank
+#                           against llama-server at 1 / 4 / 16 clients, 1 / 32 / 256 texts;
+#                           EMBED_MODEL (an encoder GGUF; the reranker is derived from it)
 #   ci/gpu_check.sh check   plugin found, devices listed, full offload (log and /props),
 #                           greedy parity against llama-server, bench_server and
 #                           bench_engine ratios; everything it prints goes to $OUT too
 #
 #   CUDA_ARCHS=90 (default)  MODEL=build/gpu-check/model.gguf  THREADS=8  ONLY= (flags: a case)
 #   WHEELS=.gpu/whl          server dependencies as wheels, installed with --no-index
+#   VENDOR_TAR=.gpu/vendor.tar.gz  the vendor tree where vendor/llama.cpp is not there
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -30,7 +34,8 @@ PY=${PYTHON:-python3}
 PEER=$G/peer-dl
 
 build() {
-  [[ -f vendor/llama.cpp/CMakeLists.txt ]] || tar xzf .gpu/vendor.tar.gz # the pruned tree
+  # a tarball of llama.cpp/ (pruned: no models, docs)
+  [[ -f vendor/llama.cpp/CMakeLists.txt ]] || { mkdir -p vendor && tar xzf "${VENDOR_TAR:-.gpu/vendor.tar.gz}" -C vendor; }
   "$PY" -m pip install -q --no-deps --no-index "${WHEELS:-.gpu/whl}"/*.whl
   # both builds want every core; each gets all of them and the kernel shares
   export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
@@ -127,10 +132,25 @@ benches() {
   cp results/shared_prefix_*.jsonl "$OUT/" 2>/dev/null || true
 }
 
+# embeddings and rerank against llama-server, all layers on the GPU: with a decode of a few
+# short texts taking well under a millisecond there, the request path's own cost shows
+embeddings() {
+  exec > >(tee "$OUT/embeddings.log") 2>&1
+  peer_plugin
+  local model=${EMBED_MODEL:?EMBED_MODEL: an encoder GGUF (all-MiniLM-L6-v2)}
+  cd "$ROOT/benchmarks"
+  local rerank
+  rerank=$(cd "$ROOT/tests" && "$PY" -c "import sys; from helpers.derived_models import rerank_model; print(rerank_model(sys.argv[1]))" "$model")
+  local eb=(--threads "$THREADS" --llama-server "$PEER/bin/llama-server" --server-flags="-ngl 99" --repeat 3)
+  timeout 240 "$PY" bench_embeddings.py "${eb[@]}" --model "$model" | tee "$OUT/embeddings.txt" || true
+  timeout 240 "$PY" bench_embeddings.py "${eb[@]}" --model "$rerank" --rerank | tee "$OUT/rerank.txt" || true
+}
+
 case "${1:-}" in
   build) build ;;
   check) check ;;
   flags) flags ;;
   benches) benches ;;
-  *) echo "usage: ci/gpu_check.sh build|check|flags|benches" >&2; exit 2 ;;
+  embeddings) embeddings ;;
+  *) echo "usage: ci/gpu_check.sh build|check|flags|benches|embeddings" >&2; exit 2 ;;
 esac
