@@ -119,6 +119,8 @@ class TaskStream:
         self.task_id = task_id
         self._queue: asyncio.Queue[list[Event]] = asyncio.Queue()
         self._buffer: list[Event] = []
+        # rest()'s list while it waits: the drain extends it and queues it once, at the end
+        self._hold: list[Event] | None = None
         self._done = False
         self.t_submit = t_submit
         self.t_first: float | None = None
@@ -138,6 +140,31 @@ class TaskStream:
             self._done = True
             self._owner._forget(self.task_id)
         return ev
+
+    async def rest(self) -> list[Event]:
+        """Every event still to come, the last one included, for a reader that wants the
+        whole answer: the reader is woken once, when the task ends, where iterating wakes it
+        at every decode step (with many streams that is most of the event loop's work)."""
+        out = list(reversed(self._buffer))
+        self._buffer.clear()
+        if self._done:
+            return out
+        while not self._queue.empty():
+            out += self._queue.get_nowait()
+        if not (out and out[-1].done):
+            held = self._hold = out
+            try:
+                out = await self._queue.get()
+            except BaseException:  # cancelled: what came meanwhile stays readable
+                while not self._queue.empty():
+                    self._queue.get_nowait()  # the held list itself, queued as it was cancelled
+                self._buffer = list(reversed(held))
+                raise
+            finally:
+                self._hold = None
+        self._done = True
+        self._owner._forget(self.task_id)
+        return out
 
     async def aclose(self) -> None:
         self.close()
@@ -261,9 +288,15 @@ class AsyncEngine:
                 n = sum(1 for ev in events if ev.type == "token")
                 if n:
                     self.observer.tokens(stream, n, now)
-            if events[-1].done:
+            done = events[-1].done
+            if done:
                 self._ended(stream, events[-1], now)
-            stream._queue.put_nowait(events)
+            if stream._hold is None:
+                stream._queue.put_nowait(events)
+            else:  # a rest() reader: woken at the end only
+                stream._hold += events
+                if done:
+                    stream._queue.put_nowait(stream._hold)
 
     def _ended(self, stream: TaskStream, last: Event | None, now: float) -> None:
         stream.ended = True
@@ -321,7 +354,7 @@ class AsyncEngine:
         tokens: list[Event] = []
         final: Event | None = None
         async with stream:
-            async for ev in stream:
+            for ev in await stream.rest():
                 if ev.type == "error":
                     raise EngineError(ev.error_kind, ev.message)
                 if ev.type == "token":

@@ -50,10 +50,15 @@ async def events(stream: TaskStream, progress: bool = False) -> AsyncIterator[_c
     """A task's token and final events (and progress ones if asked); an error event
     raises as an APIError."""
     async for ev in stream:
-        if ev.type == "error":
-            raise APIError(500, f"{ev.error_kind}: {ev.message}")
-        if ev.type != "progress" or progress:
+        if _wanted(ev, progress):
             yield ev
+
+
+def _wanted(ev: _core.Event, progress: bool = False) -> bool:
+    """Whether a reader keeps the event (progress ones only if asked); an error raises."""
+    if ev.type == "error":
+        raise APIError(500, f"{ev.error_kind}: {ev.message}")
+    return ev.type != "progress" or progress
 
 
 async def _until_disconnect(receive: Any) -> None:
@@ -64,12 +69,14 @@ async def _until_disconnect(receive: Any) -> None:
 
 
 async def _fold(streams: list[TaskStream], n_cmpl: int) -> list[Result]:
-    # the streams one after the other: every result is needed, and each stream buffers
-    # its events until it is read
+    # the streams one after the other, each read whole (one wake-up at its end): every
+    # result is needed, and each stream buffers its events until it is read
     out = []
     for stream in streams:
         results = [Result(i) for i in range(n_cmpl)]
-        async for ev in events(stream):
+        for ev in await stream.rest():
+            if not _wanted(ev):
+                continue
             r = results[ev.index]
             if ev.type == "token":
                 r.text.append(ev.text)
