@@ -130,9 +130,9 @@ async def run_engine(
 def measure_engine(
     model: object, prompt: list[int], c: int, g: int, mode: str, threads: int
 ) -> tuple[float, float, int, float]:
-    """(tokens/s, host µs per sequence per step, tokens, loop µs a token) of a fresh engine sized for C tasks
-    as llama-batched sizes its context: idle slots of an earlier run would keep their cached
-    tokens in the unified KV cache, and every decode would attend over them."""
+    """run_engine's figures from a fresh engine sized for C tasks as llama-batched sizes its
+    context: idle slots of an earlier run would keep their cached tokens in the unified KV
+    cache, and every decode would attend over them."""
     from pyllama.engine import AsyncEngine, open_engine
 
     eng = open_engine(
