@@ -18,7 +18,9 @@ the host, as llama-server without ``-bs``), ``temp`` (0.8, seed 42), ``probs`` (
 n_probs 10; llama-batched has no such option, so only the ceiling compares) and ``bs``
 (greedy with backend sampling on both sides). ``host_us`` is the engine's own counter: the
 loop thread's time outside llama_decode per busy sequence per step; ``loop_us_per_token``
-is the event loop's CPU time (this process's main thread) per generated token.
+is the event loop's CPU time (this process's main thread) per generated token;
+``step_ms`` is the generation's wall time per decode and ``decode_ms_per_step`` the part of
+it inside llama_decode (llama-batched-bench's step is ``1000 * C / S_TG``).
 
 On a shared machine the speed of both sides drifts by tens of percent from one minute to
 the next, so each concurrency's ceiling is measured right before the engine's runs at it,
@@ -102,11 +104,10 @@ def sampling_for(mode: str):
     return make_sampling_params(temperature=0.0, backend_sampling=mode == "bs", **common)
 
 
-async def run_engine(
-    ae, eng, prompt: list[int], c: int, g: int, mode: str
-) -> tuple[float, float, int, float]:
-    """(tokens/s, host µs per sequence per step, tokens, the event loop's CPU µs a token)
-    for C tasks started together."""
+async def run_engine(ae, eng, prompt: list[int], c: int, g: int, mode: str) -> dict[str, float]:
+    """The engine's figures for C tasks started together: tokens/s, host µs per sequence per
+    step, the event loop's CPU µs a token, and a step's time in ms (wall) with its share
+    inside llama_decode."""
     from pyllama.engine import make_task
 
     sampling = sampling_for(mode)
@@ -117,19 +118,25 @@ async def run_engine(
     results = await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
     loop_cpu_s = time.thread_time() - cpu0
     m1 = eng.metrics()
+    d = {k: m1[k] - m0[k] for k in m0 if k.startswith(("t_", "n_"))}
     finals = [f for _, f in results]
     n = sum(f.n_predicted for f in finals)
-    span_s = max(f.t_predicted_ms for f in finals) / 1000.0
-    host_ms = (m1["t_batch_ms_total"] - m0["t_batch_ms_total"]) + (
-        m1["t_sample_ms_total"] - m0["t_sample_ms_total"]
-    )
-    busy = m1["n_busy_slots_total"] - m0["n_busy_slots_total"]
-    return n / span_s, 1000.0 * host_ms / max(busy, 1), n, 1e6 * loop_cpu_s / max(n, 1)
+    span_ms = max(f.t_predicted_ms for f in finals)
+    steps = max(d["n_decode_total"], 1)
+    host_ms = d["t_batch_ms_total"] + d["t_sample_ms_total"]
+    return {
+        "engine_tok_s": round(1000.0 * n / span_ms, 1),
+        "host_us_per_seq_step": round(1000.0 * host_ms / max(d["n_busy_slots_total"], 1), 2),
+        "loop_us_per_token": round(1e6 * loop_cpu_s / max(n, 1), 2),
+        "step_ms": round(span_ms / steps, 3),
+        "decode_ms_per_step": round(d["t_decode_ms_total"] / steps, 3),
+        "tokens": n,
+    }
 
 
 def measure_engine(
     model: object, prompt: list[int], c: int, g: int, mode: str, threads: int
-) -> tuple[float, float, int, float]:
+) -> dict[str, float]:
     """run_engine's figures from a fresh engine sized for C tasks as llama-batched sizes its
     context: idle slots of an earlier run would keep their cached tokens in the unified KV
     cache, and every decode would attend over them."""
@@ -208,16 +215,10 @@ def main() -> int:
             for mode in modes:
                 if mode == "bs" and c > args.bs_max:
                     continue
-                tps, host_us, n, loop_us = measure_engine(model, prompt, c, g, mode, args.threads)
-                row: dict[str, object] = {
-                    "mode": mode,
-                    "concurrency": c,
-                    "engine_tok_s": round(tps, 1),
-                }
-                row.update(
-                    host_us_per_seq_step=round(host_us, 2), loop_us_per_token=round(loop_us, 2)
-                )
-                row.update(tokens=n, batched_bench_s_tg=ceiling)
+                got = measure_engine(model, prompt, c, g, mode, args.threads)
+                tps = got["engine_tok_s"]
+                row: dict[str, object] = {"mode": mode, "concurrency": c, **got}
+                row.update(batched_bench_s_tg=ceiling)
                 row["ratio_batched_bench"] = round(tps / ceiling, 3)
                 ratios.setdefault((mode, c), []).append(tps / ceiling)
                 if mode != "probs" and r == 0:
