@@ -22,11 +22,10 @@ def main(dst: str, runs: list[str]) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    loaded = [(label, summaries(path)) for label, path in (run.split("=", 1) for run in runs)]
     fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=120)
     styles = ["--", "-", ":", "-."]
-    for k, run in enumerate(runs):
-        label, path = run.split("=", 1)
-        rows = summaries(path)
+    for k, (label, rows) in enumerate(loaded):
         for m, color in zip(dict.fromkeys(r["mode"] for r in rows), ["C0", "C1", "C2", "C3"]):
             mine = sorted((r for r in rows if r["mode"] == m), key=lambda r: r["concurrency"])
             c = [r["concurrency"] for r in mine]
@@ -41,12 +40,12 @@ def main(dst: str, runs: list[str]) -> int:
             )  # fmt: skip
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axhline(0.95, color="k", lw=0.8, ls=":")
-    cs = sorted({r["concurrency"] for run in runs for r in summaries(run.split("=", 1)[1])})
+    cs = sorted({r["concurrency"] for _, rows in loaded for r in rows})
     ax.set_xscale("log", base=2)
     ax.set_xticks(cs, [str(x) for x in cs])
     ax.set_xlabel("sequences")
     ax.set_ylabel("engine / llama-batched-bench S_TG")
-    r0 = summaries(runs[-1].split("=", 1)[1])[0]
+    r0 = loaded[-1][1][0]
     ax.set_title(
         f"median of {r0['rounds']} paired rounds (bars: range), {r0['threads']} threads",
         fontsize=9,

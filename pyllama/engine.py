@@ -152,13 +152,13 @@ class TaskStream:
         while not self._queue.empty():
             out += self._queue.get_nowait()
         if not (out and out[-1].done):
-            held = self._hold = out
+            self._hold = out
             try:
                 out = await self._queue.get()
-            except BaseException:  # cancelled: what came meanwhile stays readable
+            except BaseException:  # cancelled: what came meanwhile (out, held) stays readable
                 while not self._queue.empty():
                     self._queue.get_nowait()  # the held list itself, queued as it was cancelled
-                self._buffer = list(reversed(held))
+                self._buffer = list(reversed(out))
                 raise
             finally:
                 self._hold = None
