@@ -118,8 +118,14 @@ async def run_engine(ae, eng, prompt: list[int], c: int, g: int, mode: str) -> d
     results = await asyncio.gather(*[ae.collect(s) for s in ae.submit_many(tasks)])
     loop_cpu_s = time.thread_time() - cpu0
     m1 = eng.metrics()
-    counters = ("n_decode_total", "n_busy_slots_total", "t_batch_ms_total", "t_sample_ms_total")
-    d = {k: m1[k] - m0[k] for k in (*counters, "t_decode_ms_total")}  # the ones read below
+    read = (
+        "n_decode_total",
+        "n_busy_slots_total",
+        "t_batch_ms_total",
+        "t_sample_ms_total",
+        "t_decode_ms_total",
+    )
+    d = {k: m1[k] - m0[k] for k in read}
     finals = [f for _, f in results]
     n = sum(f.n_predicted for f in finals)
     span_ms = max(f.t_predicted_ms for f in finals)
