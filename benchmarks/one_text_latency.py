@@ -1,12 +1,13 @@
 """One text a request, one client: where the time goes between the engine and the HTTP server.
 
-Three ways to embed the same short texts one after the other, taken in turns:
-``engine``, ``AsyncEngine`` in this process (tokenize, submit, ``TaskStream.rest()``, the
-vector as a list) on uvloop; ``pyllama``, pyllama-server over one keep-alive connection;
-``llama-server``, the peer over one connection (reopened when it closes one, as
-cpp-httplib does every 100 requests). The client is a blocking socket with the request
-written in one send, so that it costs each server the same little. Reported per turn:
-milliseconds a request (mean and median) for each.
+Four ways to embed the same short texts one after the other, taken in turns: ``engine``,
+``AsyncEngine`` in this process (tokenize, submit, ``TaskStream.rest()``, the vector as a
+list) on uvloop; ``pyllama``, pyllama-server over one keep-alive connection; ``bare``, the
+same package behind ``bare_embeddings_server.py``'s handler (uvicorn and the engine, no
+Starlette layers); ``llama_server``, the peer over one connection (reopened when it closes
+one, as cpp-httplib does every 100 requests). The client is a blocking socket with the
+request written in one send, so that it costs each server the same little. Reported per
+turn: milliseconds a request (mean and median) for each.
 
     python benchmarks/one_text_latency.py --llama-server ~/.cache/pyllama/peer-native/bin/llama-server
 """
@@ -132,6 +133,9 @@ def main() -> int:
     procs = [ours]
     rows = []
     try:
+        bare = Path(__file__).with_name("bare_embeddings_server.py")
+        plain, plain_url = start([sys.executable, str(bare), *flags])
+        procs.append(plain)
         theirs, theirs_url = start([args.llama_server, *flags, "--no-webui"])
         procs.append(theirs)
         engine = InProcess(model)  # the servers idle while it runs, and it while they do
@@ -139,6 +143,7 @@ def main() -> int:
             at = k * args.requests
             got = {"engine": engine.turn(args.requests, at)}
             got["pyllama"] = over_http(ours_url, args.requests, at)
+            got["bare"] = over_http(plain_url, args.requests, at)
             got["llama_server"] = over_http(theirs_url, args.requests, at)
             row = {
                 "bench": "one_text_latency",
