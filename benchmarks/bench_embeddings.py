@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import random
 import shlex
 import statistics
@@ -27,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from servers import add_llama_server_argument, encoder_model, start, stop
+from servers import (
+    add_llama_server_argument,
+    append_results,
+    cpu_name,
+    encoder_model,
+    start,
+    stop,
+)
 
 WORDS = [
     "river", "harbour", "library", "museum", "orchard", "station", "garden", "market",
@@ -80,16 +86,6 @@ def turn(url: str, c: int, b: int, total: int, rerank: bool, seed: int) -> float
     return asyncio.run(_turn(url, c, b, total, rerank, seed))
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="GGUF (default: all-MiniLM-L6-v2; with --rerank, a reranker)")
@@ -125,7 +121,7 @@ def main() -> int:
                 row = {
                     "bench": "rerank" if args.rerank else "embeddings",
                     "date": time.strftime("%Y-%m-%d"),
-                    "cpu": _cpu_name(),
+                    "cpu": cpu_name(),
                     "model": Path(model).name,
                     "flags": " ".join(flags[2:]),
                     "concurrency": c,
@@ -142,10 +138,7 @@ def main() -> int:
         for p in procs:
             stop(p)
     if args.json:
-        out = Path(__file__).parent / "results" / f"{rows[0]['bench']}_{rows[0]['date']}.jsonl"
-        with out.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-        print(f"appended to {out}")
+        append_results(rows)
     return 0
 
 

@@ -22,7 +22,14 @@ import sys
 import time
 from pathlib import Path
 
-from servers import add_llama_server_argument, encoder_model, start, stop
+from servers import (
+    add_llama_server_argument,
+    append_results,
+    cpu_name,
+    encoder_model,
+    start,
+    stop,
+)
 
 FLAGS = ["-t", "2", "--embedding", "--pooling", "mean"]
 
@@ -112,13 +119,6 @@ class InProcess:
         return uvloop.run(self._turn(n, start_at))
 
 
-def _cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="GGUF (default: all-MiniLM-L6-v2)")
@@ -148,7 +148,7 @@ def main() -> int:
             row = {
                 "bench": "one_text_latency",
                 "date": time.strftime("%Y-%m-%d"),
-                "cpu": _cpu_name(),
+                "cpu": cpu_name(),
                 "model": Path(model).name,
                 "turn": k,
             }
@@ -161,10 +161,7 @@ def main() -> int:
         for p in procs:
             stop(p)
     if args.json:
-        out = Path(__file__).parent / "results" / f"one_text_latency_{rows[0]['date']}.jsonl"
-        with out.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-        print(f"appended to {out}")
+        append_results(rows)
     return 0
 
 

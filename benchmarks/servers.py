@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import socket
 import subprocess
 import sys
@@ -81,3 +83,22 @@ def encoder_model(rerank: bool = False) -> str:
 def add_llama_server_argument(ap: argparse.ArgumentParser) -> None:
     """--llama-server: $LLAMA_SERVER_BIN, else the peer build."""
     ap.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER_BIN", peer_bin()))
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as benchmark records name it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def append_results(rows: list[dict[str, object]]) -> None:
+    """Append records to results/<bench>_<date>.jsonl, named by the first record."""
+    out = Path(__file__).parent / "results" / f"{rows[0]['bench']}_{rows[0]['date']}.jsonl"
+    with out.open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    print(f"appended to {out}")
