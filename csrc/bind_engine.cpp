@@ -232,7 +232,7 @@ void register_engine(py::module_ & m) {
                          std::string draft_type_v, bool perf, int32_t n_ctx_slot_max,
                          std::optional<engine::NgramSpec> ngram, bool share_prefix, int32_t share_min,
                          bool cont_batching, int32_t n_ctx_checkpoints, int32_t checkpoint_min_step,
-                         bool draft_backend_sampling, bool graph_greedy) {
+                         bool draft_backend_sampling, bool graph_greedy, int32_t embd_step_tokens) {
                  if (!model) throw std::invalid_argument("model is None");
                  EngineParams p;
                  p.ctx.n_ctx = n_ctx;
@@ -295,6 +295,8 @@ void register_engine(py::module_ & m) {
                  p.checkpoint_min_step = checkpoint_min_step;
                  p.draft_backend_sampling = draft_backend_sampling;
                  p.graph_greedy = graph_greedy;
+                 if (embd_step_tokens < 0) throw std::invalid_argument("embd_step_tokens must be >= 0");
+                 p.embd_step_tokens = embd_step_tokens;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
                  return std::make_unique<Engine>(std::move(model), p);
@@ -325,6 +327,7 @@ void register_engine(py::module_ & m) {
              py::arg("share_min") = 32, py::arg("cont_batching") = true,
              py::arg("n_ctx_checkpoints") = 32, py::arg("checkpoint_min_step") = 8192,
              py::arg("draft_backend_sampling") = false, py::arg("graph_greedy") = true,
+             py::arg("embd_step_tokens") = 0,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "
@@ -332,7 +335,9 @@ void register_engine(py::module_ & m) {
              "tokens more than the slot's own cache) is copied from it instead of evaluated again; "
              "draft_backend_sampling: the draft model's top-10 pick runs inside its graph; "
              "graph_greedy: with 8 slots or more, greedy tasks pick in the graph on the CPU backend "
-             "(the host's token) without backend_sampling too.")
+             "(the host's token) without backend_sampling too; embd_step_tokens: an embedding step "
+             "takes more inputs only while it holds at most this many tokens (0: up to n_batch; "
+             "an input alone still goes whole).")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

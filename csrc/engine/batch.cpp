@@ -74,8 +74,11 @@ bool Engine::step() {
         const auto & media = s->task->params.media;
         const size_t end = s->media_next < media.size() ? media[s->media_next].start : prompt.size();
         const auto remaining = static_cast<int32_t>(end - s->n_past);
-        const int32_t room = n_batch - batch_->size();
         const bool completion = s->task->params.kind == TaskKind::Completion;
+        int32_t room = n_batch - batch_->size();
+        if (!completion && params_.embd_step_tokens > 0 && batch_->size() > 0) {
+            room = std::min(room, params_.embd_step_tokens - batch_->size());
+        }
         if (mixed_ && completion == embd_step) continue;  // the other kind's step
         if (!completion && remaining > room) continue;  // an embedding input goes in whole
         const int32_t chunk = checkpoint_chunk(*s, std::min(remaining, room));

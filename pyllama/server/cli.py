@@ -173,6 +173,8 @@ def parse_args(
         parser.error("--cache-ram must be >= -1")
     if a.prefix_share_min < 1:
         parser.error("--prefix-share-min must be >= 1")
+    if a.embd_step_tokens < -1:
+        parser.error("--embd-step-tokens must be >= -1")
     if a.cache_reuse < 0:
         parser.error("--cache-reuse must be >= 0")
     if a.n_parallel == 0 or a.n_parallel < -1:
@@ -273,6 +275,7 @@ def parse_args(
         cache_idle_slots=a.cache_idle_slots is not False,
         prefix_share=a.prefix_share is not False,
         prefix_share_min=a.prefix_share_min,
+        embd_step_tokens=a.embd_step_tokens,
         cont_batching=a.cont_batching is not False,
         backend_sampling=bool(a.backend_sampling),
         host_greedy=bool(a.host_greedy),

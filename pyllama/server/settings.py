@@ -219,6 +219,7 @@ class Settings:
     cache_idle_slots: bool = True
     prefix_share: bool = True  # --prefix-share (pyllama's): shared prompt prefixes copied
     prefix_share_min: int = 32
+    embd_step_tokens: int = -1  # --embd-step-tokens (pyllama's); -1: n_embd/2 for an encoder
     cont_batching: bool = True  # -nocb: prompts wait for a step where nothing generates
     backend_sampling: bool = False  # -bs: every request's default backend_sampling
     host_greedy: bool = False  # --host-greedy: greedy picks on the host even on the CPU (pyllama's)

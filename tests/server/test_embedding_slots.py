@@ -47,21 +47,31 @@ def test_long_inputs_to_an_encoder_fill_a_ubatch_at_most(minilm_path: str) -> No
 
 def test_an_encoder_decodes_many_short_inputs_at_once(minilm_path: str) -> None:
     """-np's auto value for an encoder is ENCODER_SLOTS, not llama-server's 4: it keeps no
-    KV cache, so 32 short texts of one request go through in one or two decodes, not 8."""
-    with running_server("-m", minilm_path, "--embedding", "-t", "2", "--metrics") as url:
-        assert httpx.get(url + "/props", timeout=30).json()["total_slots"] == 32
+    KV cache, so 32 short texts of one request go through in a few decodes, not 8 rounds of
+    4. A decode takes more inputs only while it holds at most --embd-step-tokens tokens
+    (auto: n_embd/2, 192 for MiniLM): its attention is dense over all its tokens."""
 
-        def decodes() -> float:
-            text = httpx.get(url + "/metrics", timeout=30).text
-            line = next(x for x in text.splitlines() if x.startswith("llamacpp:n_decode_total"))
-            return float(line.split()[-1])
+    def decodes(url: str) -> float:
+        text = httpx.get(url + "/metrics", timeout=30).text
+        line = next(x for x in text.splitlines() if x.startswith("llamacpp:n_decode_total"))
+        return float(line.split()[-1])
 
-        before = decodes()
-        inputs = [f"{i}: a short sentence about the sea" for i in range(32)]
-        r = httpx.post(url + "/v1/embeddings", json={"input": inputs}, timeout=300)
-        assert r.status_code == 200, r.text
-        assert len(r.json()["data"]) == 32
-        assert decodes() - before <= 2
+    inputs = [f"{i}: a short sentence about the sea and the ships" for i in range(32)]
+    for extra, cap in (
+        ((), 192),
+        (("--embd-step-tokens", "0"), 512),
+        (("--embd-step-tokens", "64"), 64),
+    ):
+        args = ("-m", minilm_path, "--embedding", "-t", "2", "--metrics", *extra)
+        with running_server(*args) as url:
+            assert httpx.get(url + "/props", timeout=30).json()["total_slots"] == 32
+            before = decodes(url)
+            r = httpx.post(url + "/v1/embeddings", json={"input": inputs}, timeout=300)
+            assert r.status_code == 200, r.text
+            assert len(r.json()["data"]) == 32
+            tokens = r.json()["usage"]["prompt_tokens"]
+            fewest = -(-tokens // cap)  # no decode over the cap
+            assert fewest <= decodes(url) - before <= fewest + 2, (extra, tokens)
     # an explicit -np is what it says
     with running_server("-m", minilm_path, "--embedding", "-t", "2", "-np", "4") as url:
         assert httpx.get(url + "/props", timeout=30).json()["total_slots"] == 4

@@ -464,6 +464,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
         default=32,
         help="fewest tokens a shared prefix must save (default: 32)",
     )
+    flag(
+        "--embd-step-tokens",
+        type=int,
+        default=-1,
+        help="an embedding decode takes more inputs only while it holds at most this many "
+        "tokens; an input alone still goes whole (default: -1, n_embd/2 for an encoder such as "
+        "BERT, else no cap; 0: no cap)",
+    )
     section("server")
     flag("-to", "--timeout", dest="timeout_s", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT")
     flag("--models-dir", env="LLAMA_ARG_MODELS_DIR", help="router mode: a directory of GGUF models")
