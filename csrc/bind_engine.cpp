@@ -295,7 +295,7 @@ void register_engine(py::module_ & m) {
                  p.checkpoint_min_step = checkpoint_min_step;
                  p.draft_backend_sampling = draft_backend_sampling;
                  p.graph_greedy = graph_greedy;
-                 if (embd_step_tokens < 0) throw std::invalid_argument("embd_step_tokens must be >= 0");
+                 if (embd_step_tokens < -1) throw std::invalid_argument("embd_step_tokens must be >= -1");
                  p.embd_step_tokens = embd_step_tokens;
                  // Context allocation and adapter loading take time: release the GIL.
                  py::gil_scoped_release release;
@@ -327,7 +327,7 @@ void register_engine(py::module_ & m) {
              py::arg("share_min") = 32, py::arg("cont_batching") = true,
              py::arg("n_ctx_checkpoints") = 32, py::arg("checkpoint_min_step") = 8192,
              py::arg("draft_backend_sampling") = false, py::arg("graph_greedy") = true,
-             py::arg("embd_step_tokens") = 0,
+             py::arg("embd_step_tokens") = -1,
              "Context options follow llama.cpp's (rope_scaling_type -1: the model's; yarn_* -1: the "
              "model's); cpu/cpu_batch place the compute threads; control_vectors: (path, scale) "
              "added to control_vector_layers (0: first/last); warmup decodes BOS+EOS once at start; "
@@ -336,8 +336,8 @@ void register_engine(py::module_ & m) {
              "draft_backend_sampling: the draft model's top-10 pick runs inside its graph; "
              "graph_greedy: with 8 slots or more, greedy tasks pick in the graph on the CPU backend "
              "(the host's token) without backend_sampling too; embd_step_tokens: an embedding step "
-             "takes more inputs only while it holds at most this many tokens (0: up to n_batch; "
-             "an input alone still goes whole).")
+             "takes more inputs only while it holds at most this many tokens (0: up to n_batch; -1: "
+             "n_embd/2 for an encoder, else 0; an input alone still goes whole).")
         // submit copies the TaskParams into C++ first; building the sampler chains
         // (grammar parsing) then runs without the GIL.
         .def("submit", [](Engine & e, TaskParams p) { return e.submit(std::move(p)); }, py::arg("params"),

@@ -43,6 +43,12 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     // An encoder decodes a batch in one ubatch (llama.cpp asserts it) and a pooled input is
     // never split: a batch holds at most a ubatch, as llama-server lowers n_batch to n_ubatch
     if (embeddings_ && cp.n_ubatch > 0 && cp.n_batch > cp.n_ubatch) cp.n_batch = cp.n_ubatch;
+    // an encoder's embedding steps stop taking inputs at n_embd/2 tokens (EngineParams)
+    if (params_.embd_step_tokens < 0) {
+        const std::string arch = model_->meta("general.architecture");
+        const bool encoder = embeddings_ && model_->meta(arch + ".attention.causal") == "false";
+        params_.embd_step_tokens = encoder ? llama_model_n_embd(model_->get()) / 2 : 0;
+    }
     // llama-server's output limit: without embeddings or speculation a step asks for one row
     // of logits per slot at most (a prompt's last token or a sampled one); reserving n_batch
     // rows instead costs n_ubatch x n_vocab floats of compute buffer (~100 MiB at a 50k

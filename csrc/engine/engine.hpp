@@ -95,10 +95,11 @@ struct EngineParams {
     int32_t n_ctx_checkpoints = 32;
     int32_t checkpoint_min_step = 8192;
     int32_t share_min = 32;
-    // an embedding step's token cap once it holds an input (0: up to n_batch). An encoder's
-    // attention is dense over the whole ubatch (other inputs masked, not skipped), so a
-    // decode of many short inputs pays ~n_tokens^2 for it; an input alone still goes whole
-    int32_t embd_step_tokens = 0;
+    // an embedding step's token cap once it holds an input (0: up to n_batch; -1: n_embd/2
+    // for an encoder, else 0). An encoder's attention is dense over the whole ubatch (other
+    // inputs masked, not skipped), so a decode of many short inputs pays ~n_tokens^2 for it
+    // (~n_tokens/(6 n_embd) of the weights' work by count); an input alone still goes whole
+    int32_t embd_step_tokens = -1;
     int32_t n_ctx_slot_max = 0;        // a slot's context limit (--kv-unified-per-slot; 0: none)
     // the draft model's context: its own threads, CPU placement and KV types (the
     // main context's when left at these defaults)

@@ -52,16 +52,6 @@ def encoder(model: _core.Model) -> bool:
     return model.meta(f"{arch}.attention.causal") == "false"
 
 
-def embd_step_tokens(s: Settings, model: _core.Model) -> int:
-    """--embd-step-tokens' auto value: n_embd/2 tokens a decode for an encoder, whose
-    attention is dense over the decode's tokens (~n_tokens/(6 n_embd) of the weights' work
-    by count); measured on all-MiniLM-L6-v2, 192 against 512 is as fast or faster at every
-    load (docs/benchmarks.md). Else no cap (0)."""
-    if s.embd_step_tokens >= 0:
-        return s.embd_step_tokens
-    return model.n_embd // 2 if (s.embeddings or s.reranking) and encoder(model) else 0
-
-
 class ServerState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -209,7 +199,7 @@ class ServerState:
             cache_idle_slots=s.cache_idle_slots,
             share_prefix=s.prefix_share,
             share_min=s.prefix_share_min,
-            embd_step_tokens=embd_step_tokens(s, model),
+            embd_step_tokens=s.embd_step_tokens,  # -1: the engine's n_embd/2 for an encoder
             verbose=s.verbose,
             **engine_options(s),
         )

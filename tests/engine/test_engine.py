@@ -560,3 +560,46 @@ def test_greedy_shortcut_picks_what_the_chain_picks(model):
                 assert banned not in fast
     finally:
         eng.stop()
+
+
+def test_an_encoders_embedding_steps_stop_at_half_its_width(minilm_path: str) -> None:
+    """An encoder's attention is dense over a decode's tokens: by default (embd_step_tokens
+    -1) a step takes more inputs only while it holds at most n_embd/2 tokens, so 48 short
+    inputs need several decodes, each under the cap; with 0 they fill the 512-token batch.
+    An input longer than the cap still goes whole, alone."""
+    encoder = _core.Model(minilm_path)
+    cap = encoder.n_embd // 2
+    short = [
+        encoder.tokenize(f"{i}: a short sentence about the sea", True, True) for i in range(48)
+    ]
+    long = encoder.tokenize(" ".join(f"word{i}" for i in range(100)), True, True)
+    assert len(long) > cap
+
+    def decodes(step_tokens: int, prompts: list[list[int]]) -> int:
+        eng = open_engine(
+            encoder, n_parallel=64, n_ctx=4096, kv_unified=True, n_threads=2, embeddings=True, pooling=1,
+            embd_step_tokens=step_tokens,
+        )  # fmt: skip
+        try:
+            ae = AsyncEngine(eng)
+            tasks = []
+            for p in prompts:
+                t = _core.TaskParams()
+                t.kind = _core.TaskKind.EMBEDDING
+                t.prompt = p
+                tasks.append(t)
+
+            async def go() -> None:
+                for s in ae.submit_many(tasks):
+                    assert len((await s.rest())[-1].embedding) == encoder.n_embd
+
+            run(go())
+            return int(eng.metrics()["n_decode_total"])
+        finally:
+            eng.stop()
+
+    n_tokens = sum(len(p) for p in short)
+    assert cap < n_tokens <= 512
+    assert -(-n_tokens // cap) <= decodes(-1, short) <= -(-n_tokens // cap) + 2
+    assert decodes(0, short) == 1
+    assert decodes(-1, [long, *short[:4]]) >= 2  # the long one alone, then the short ones
