@@ -130,6 +130,8 @@ void register_model(py::module_ & m) {
         .def_property_readonly("n_vocab", &Model::n_vocab)
         .def_property_readonly("n_ctx_train", [](const Model & s) { return llama_model_n_ctx_train(s.get()); })
         .def_property_readonly("n_embd", [](const Model & s) { return llama_model_n_embd(s.get()); })
+        .def_property_readonly("is_encoder", &Model::is_encoder,
+                               "Non-causal attention (BERT and its kin): its inputs keep no KV cache.")
         .def_property_readonly("n_embd_out", [](const Model & s) { return llama_model_n_embd_out(s.get()); })
         .def_property_readonly("n_layer", [](const Model & s) { return llama_model_n_layer(s.get()); })
         .def_property_readonly("offloaded_layers", &Model::offloaded_layers,

@@ -98,6 +98,11 @@ class Model:
     def has_encoder(self) -> bool:
         ...
     @property
+    def is_encoder(self) -> bool:
+        """
+        Non-causal attention (BERT and its kin): its inputs keep no KV cache.
+        """
+    @property
     def is_hybrid(self) -> bool:
         ...
     @property

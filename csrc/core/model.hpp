@@ -84,6 +84,8 @@ public:
 
     std::map<std::string, std::string> metadata() const;
     std::string meta(const std::string & key) const;  // "" when absent
+    // an encoder (BERT and its kin): non-causal attention, no KV cache kept between inputs
+    bool is_encoder() const { return meta(meta("general.architecture") + ".attention.causal") == "false"; }
     std::string chat_template(const std::string & name) const;  // "" when absent
     std::string description() const;
 

@@ -45,8 +45,7 @@ Engine::Engine(std::shared_ptr<Model> model, const EngineParams & p) : model_(st
     if (embeddings_ && cp.n_ubatch > 0 && cp.n_batch > cp.n_ubatch) cp.n_batch = cp.n_ubatch;
     // an encoder's embedding steps stop taking inputs at n_embd/2 tokens (EngineParams)
     if (params_.embd_step_tokens < 0) {
-        const std::string arch = model_->meta("general.architecture");
-        const bool encoder = embeddings_ && model_->meta(arch + ".attention.causal") == "false";
+        const bool encoder = embeddings_ && model_->is_encoder();
         params_.embd_step_tokens = encoder ? llama_model_n_embd(model_->get()) / 2 : 0;
     }
     // llama-server's output limit: without embeddings or speculation a step asks for one row

@@ -46,12 +46,6 @@ log = logging.getLogger("pyllama.server")
 ENCODER_SLOTS = 32
 
 
-def encoder(model: _core.Model) -> bool:
-    """Non-causal attention: an embedding-only model (BERT...), whose inputs keep no KV."""
-    arch = model.meta("general.architecture")
-    return model.meta(f"{arch}.attention.causal") == "false"
-
-
 class ServerState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -160,7 +154,7 @@ class ServerState:
             speculative=drafting or ngram is not None,
         )
         model = _core.Model(path, **placement)
-        if auto and embedding and encoder(model):
+        if auto and embedding and model.is_encoder:
             n_parallel = ENCODER_SLOTS
         n_ctx = n_ctx or model.n_ctx_train
         threads = s.n_threads if s.n_threads > 0 else default_threads()

@@ -562,12 +562,13 @@ def test_greedy_shortcut_picks_what_the_chain_picks(model):
         eng.stop()
 
 
-def test_an_encoders_embedding_steps_stop_at_half_its_width(minilm_path: str) -> None:
+def test_an_encoders_embedding_steps_stop_at_half_its_width(model, minilm_path: str) -> None:
     """An encoder's attention is dense over a decode's tokens: by default (embd_step_tokens
     -1) a step takes more inputs only while it holds at most n_embd/2 tokens, so 48 short
     inputs need several decodes, each under the cap; with 0 they fill the 512-token batch.
     An input longer than the cap still goes whole, alone."""
     encoder = _core.Model(minilm_path)
+    assert encoder.is_encoder and not model.is_encoder  # SmolLM2's attention is causal
     cap = encoder.n_embd // 2
     short = [
         encoder.tokenize(f"{i}: a short sentence about the sea", True, True) for i in range(48)

@@ -109,6 +109,7 @@ def test_gguf_metadata(minilm: _core.Model, minilm_path: str):
     assert minilm.meta("general.architecture") == "bert"
     assert minilm.meta("bert.pooling_type") == "1"  # mean, from 1_Pooling/config.json
     assert minilm.meta("bert.attention.causal") == "false"
+    assert minilm.is_encoder  # the engine's 32 slots and step cap key on it
     assert minilm.meta("tokenizer.ggml.model") == "bert"
     assert minilm.n_embd == 384
     assert minilm.n_vocab == 30522
