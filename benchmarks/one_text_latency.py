@@ -9,6 +9,11 @@ one, as cpp-httplib does every 100 requests). The client is a blocking socket wi
 request written in one send, so that it costs each server the same little. Reported per
 turn: milliseconds a request (mean and median) for each.
 
+``--block N`` cuts each turn into blocks of N requests taken in a shuffled rotation, so that
+the VM's drift (the engine alone moves by milliseconds between turns a minute apart) falls
+on all four alike; a block's first ``SETTLE`` requests are not counted (the previous one's
+OpenMP workers still spin for a while after its last decode).
+
     python benchmarks/one_text_latency.py --llama-server ~/.cache/pyllama/peer-native/bin/llama-server
 """
 
@@ -16,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import socket
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from servers import (
@@ -32,6 +39,7 @@ from servers import (
 )
 
 FLAGS = ["-t", "2", "--embedding", "--pooling", "mean"]
+SETTLE = 3  # requests at the start of a --block not counted
 
 
 def text(i: int) -> str:
@@ -119,14 +127,30 @@ class InProcess:
         return uvloop.run(self._turn(n, start_at))
 
 
+def rotated(
+    runs: dict[str, Callable[[int, int], list[float]]], n: int, block: int, start_at: int
+) -> dict[str, list[float]]:
+    """n requests each, in blocks of ``block`` taken in a shuffled order each round."""
+    got: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(max(1, n // block)):
+        order = list(runs)
+        random.shuffle(order)
+        for name in order:
+            got[name] += runs[name](block, start_at + r * block)[SETTLE:]
+    return got
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="GGUF (default: all-MiniLM-L6-v2)")
     ap.add_argument("--requests", type=int, default=800, help="a turn's requests")
     ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--block", type=int, default=0, help="rotate in blocks of N (0: whole turns)")
     ap.add_argument("--json", action="store_true", help="append the records to results/")
     add_llama_server_argument(ap)
     args = ap.parse_args()
+    if 0 < args.block <= SETTLE:
+        ap.error(f"--block must be above {SETTLE}: a block's first {SETTLE} are not counted")
     model = args.model or encoder_model()
     flags = ["-m", model, *FLAGS]
     ours, ours_url = start([sys.executable, "-m", "pyllama.server", *flags])
@@ -139,18 +163,25 @@ def main() -> int:
         theirs, theirs_url = start([args.llama_server, *flags, "--no-webui"])
         procs.append(theirs)
         engine = InProcess(model)  # the servers idle while it runs, and it while they do
+        runs = {
+            "engine": engine.turn,
+            "pyllama": lambda n, at: over_http(ours_url, n, at),
+            "bare": lambda n, at: over_http(plain_url, n, at),
+            "llama_server": lambda n, at: over_http(theirs_url, n, at),
+        }
         for k in range(args.turns):
             at = k * args.requests
-            got = {"engine": engine.turn(args.requests, at)}
-            got["pyllama"] = over_http(ours_url, args.requests, at)
-            got["bare"] = over_http(plain_url, args.requests, at)
-            got["llama_server"] = over_http(theirs_url, args.requests, at)
+            if args.block:
+                got = rotated(runs, args.requests, args.block, at)
+            else:
+                got = {name: run(args.requests, at) for name, run in runs.items()}
             row = {
                 "bench": "one_text_latency",
                 "date": time.strftime("%Y-%m-%d"),
                 "cpu": cpu_name(),
                 "model": Path(model).name,
                 "turn": k,
+                "block": args.block,
             }
             for name, times in got.items():
                 row[f"{name}_ms_mean"] = round(1e3 * statistics.fmean(times), 3)
