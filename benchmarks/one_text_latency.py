@@ -149,7 +149,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="append the records to results/")
     add_llama_server_argument(ap)
     args = ap.parse_args()
-    if 0 < args.block <= SETTLE:
+    if args.block and args.block <= SETTLE:
         ap.error(f"--block must be above {SETTLE}: a block's first {SETTLE} are not counted")
     model = args.model or encoder_model()
     flags = ["-m", model, *FLAGS]
