@@ -3,8 +3,14 @@ in a ubatch), each slot limited to n_ctx / N as llama-server's separate caches a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
+
 import httpx
 import pytest
+
+from pyllama import _core
 
 from helpers.peer import running_peer
 from helpers.servers import running_server
@@ -75,3 +81,19 @@ def test_an_encoder_decodes_many_short_inputs_at_once(minilm_path: str) -> None:
     # an explicit -np is what it says
     with running_server("-m", minilm_path, "--embedding", "-t", "2", "-np", "4") as url:
         assert httpx.get(url + "/props", timeout=30).json()["total_slots"] == 4
+
+
+def test_an_embedding_step_cap_below_auto_is_refused_by_name(minilm_path: str) -> None:
+    """-1 is auto and 0 no cap: anything lower is an error naming the option, from the
+    server's flags and from the engine's constructor alike."""
+    r = subprocess.run(  # from elsewhere: the source tree has no compiled module
+        [sys.executable, "-m", "pyllama.server", "-m", minilm_path, "--embd-step-tokens", "-2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tempfile.gettempdir(),
+    )
+    assert r.returncode == 2
+    assert "--embd-step-tokens must be >= -1" in r.stderr
+    with pytest.raises(ValueError, match="embd_step_tokens must be >= -1"):
+        _core.Engine(_core.Model(minilm_path), embeddings=True, embd_step_tokens=-2)
