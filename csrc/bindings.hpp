@@ -14,4 +14,5 @@ void register_engine(pybind11::module_ & m);
 void register_rpc(pybind11::module_ & m);
 void register_projector(pybind11::module_ & m);
 void register_threads(pybind11::module_ & m);
+void register_chat(pybind11::module_ & m);
 }  // namespace pyllama

@@ -34,6 +34,7 @@ PYBIND11_MODULE(_core, m) {
     pyllama::register_projector(m);
     pyllama::register_engine(m);
     pyllama::register_rpc(m);
+    pyllama::register_chat(m);
 
     m.def("set_log_level", &pyllama::log_set_level, py::arg("level"),
           "Lowest ggml log level echoed to stderr: 1 debug, 2 info, 3 warn, 4 error, 5 none.");

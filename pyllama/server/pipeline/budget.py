@@ -21,7 +21,7 @@ def reasoning_budget(
     model: _core.Model,
     settings: Settings,
     req: Sampling,
-    tags: tuple[str, str] | None = None,
+    tags: tuple[str, list[str]] | None = None,
     generation_prompt: Callable[[], str] | None = None,
     lazy_grammar: bool = False,
 ) -> _core.ReasoningBudget:
@@ -31,7 +31,7 @@ def reasoning_budget(
     condition in ``common_sampler_init``). ``generation_prompt`` is only called when armed."""
     rb = _core.ReasoningBudget()
     if tags is not None:
-        start, ends = tags[0], [tags[1]]
+        start, ends = tags[0], list(tags[1])
     else:
         start = req.reasoning_budget_start_tag or ""
         ends = req.reasoning_budget_end_tags

@@ -175,7 +175,9 @@ class Options:
     n_cmpl: int = 1
     n_probs: int = 0
     grammar: str | None = None
-    trigger_patterns: list[str] = field(default_factory=list)  # non-empty: the grammar is lazy
+    # a lazy grammar (free text until one matches): regex patterns and token ids
+    trigger_patterns: list[str] = field(default_factory=list)
+    trigger_tokens: list[int] = field(default_factory=list)
     preserved: list[int] = field(default_factory=list)  # special tokens written out as text
     stop: list[str] = field(default_factory=list)
     sampling: _core.SamplingParams | None = None  # set by make_tasks: what the tasks sample with
@@ -212,9 +214,10 @@ def make_tasks(
         )
     except (ValueError, TypeError) as e:
         raise APIError(400, str(e)) from e
-    if opts.trigger_patterns:
+    if opts.trigger_patterns or opts.trigger_tokens:
         sampling.grammar_lazy = True
         sampling.grammar_trigger_patterns = opts.trigger_patterns
+        sampling.grammar_trigger_tokens = opts.trigger_tokens
     opts.sampling = sampling
     n_predict = opts.n_predict
     if n_predict < 0 and s.n_predict >= 0:

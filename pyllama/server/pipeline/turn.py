@@ -25,10 +25,9 @@ from pyllama.server.media import content
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.budget import reasoning_budget
-from pyllama.server.pipeline.plan import ChatPlan, plan_chat
+from pyllama.server.pipeline.plan import ChatPlan, ToolCall, plan_chat
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState
-from pyllama.toolcalls import ToolCall
 
 __all__ = [
     "EXTENSIONS",
@@ -84,7 +83,6 @@ class ChatCall:
     reasoning_format: str | None = None
     template_kwargs: Mapping[str, Any] | None = None
     add_generation_prompt: bool = True
-    allow_empty: bool = False  # no messages at all renders just the generation prompt
     continue_final: bool | None = None  # None: continue a final assistant message (prefill)
     n: int = 1
     n_probs: int = 0
@@ -188,13 +186,10 @@ async def plan_call(state: ServerState, call: ChatCall) -> ChatPlan:
         reasoning_format=call.reasoning_format,
         add_generation_prompt=call.add_generation_prompt,
         template_kwargs=call.template_kwargs,
-        allow_empty=call.allow_empty,
         continue_final=call.continue_final,
-        has_grammar=bool(
-            call.sampling.grammar
-            or call.sampling.json_schema
-            or rf.get("type") in ("json_object", "json_schema")
-        ),
+        grammar=call.sampling.grammar,
+        json_schema=call.sampling.json_schema,
+        response_format=rf or None,
         media=bool(files),
     )
     if files:
@@ -211,22 +206,24 @@ async def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         grammar = plan.grammar or grammar_for_response_format(call.response_format)
     except ValueError as e:
         raise APIError(400, str(e)) from e
+    lazy = plan.grammar_lazy and grammar == plan.grammar
     opts = tasks.Options(
         n_predict=call.n_predict,
         n_cmpl=call.n,
         n_probs=call.n_probs,
         grammar=grammar,
-        trigger_patterns=plan.trigger_patterns,
+        trigger_patterns=plan.trigger_patterns if lazy else [],
+        trigger_tokens=plan.trigger_tokens if lazy else [],
         preserved=plan.preserved,
-        stop=call.stop,
+        stop=[*call.stop, *plan.stops],
         cmpl_id=call.cmpl_id,
         reasoning=reasoning_budget(
             state.require()[0],
             state.settings,
             call.sampling,
             plan.thinking,
-            plan.generation_prompt,
-            lazy_grammar=bool(plan.trigger_patterns),
+            lambda: plan.generation_prompt,
+            lazy_grammar=lazy,
         ),
     )
     prompt = plan.media if plan.media is not None else plan.tokens

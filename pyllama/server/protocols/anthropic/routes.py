@@ -110,7 +110,6 @@ def _call(req: CountTokensRequest, sampling: Mapping[str, Any] | None = None) ->
         tool_choice=choice,
         parallel_tool_calls=parallel,
         template_kwargs=kwargs,
-        allow_empty=True,  # as llama-server: no messages renders just the assistant prompt
     )
 
 

@@ -12,7 +12,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pyllama import _core, hardware
-from pyllama.chat import BuiltinTemplate
 from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse
@@ -29,7 +28,6 @@ from pyllama.server.protocols.native.schemas import (
 )
 from pyllama.server.state import ServerState
 from pyllama.server.streams import sse_reply
-from pyllama.template_caps import template_caps
 
 __all__ = ["ROUTES"]
 
@@ -292,6 +290,7 @@ async def detokenize(request: Request) -> Response:
 
 
 async def apply_template(request: Request) -> Response:
+    """llama-server's: the chat body through its request parse, the prompt alone back."""
     state = _state(request)
     req = await parse(request, TemplateRequest)
     plan = await asyncio.to_thread(  # off the event loop, as every chat's plan
@@ -299,9 +298,12 @@ async def apply_template(request: Request) -> Response:
         state,
         req.messages,
         tools=req.tools,
+        tool_choice=req.tool_choice,
         add_generation_prompt=req.add_generation_prompt,
         template_kwargs=req.chat_template_kwargs,
         continue_final=req.continue_final_message,
+        reasoning_format=req.reasoning_format,
+        media=True,  # only the text is wanted
     )
     return json_response({"prompt": plan.prompt})
 
@@ -334,7 +336,8 @@ def _default_params(state: ServerState) -> dict[str, Any]:
 async def props(request: Request) -> Response:
     state = _state(request)
     state.check()  # answered while asleep, from what the state keeps
-    assert state.template is not None
+    chat = state.chat
+    assert chat is not None
     s = state.settings
     out: dict[str, Any] = {
         "default_generation_settings": {
@@ -355,7 +358,8 @@ async def props(request: Request) -> Response:
         "endpoint_metrics": s.metrics,
         "ui": s.webui,
         "ui_settings": s.ui_config or {},
-        "chat_template": state.template.source,
+        "chat_template": chat.source(),
+        "chat_template_caps": chat.caps,
         "bos_token": state.bos_text,
         "eos_token": state.eos_text,
         "build_info": _core.build_info(),
@@ -365,8 +369,8 @@ async def props(request: Request) -> Response:
     ftype = state.info.get("ftype")
     if ftype is not None:
         out["model_ftype"] = ftype
-    if not isinstance(state.template, BuiltinTemplate):  # llama.cpp's named formats: no Jinja
-        out["chat_template_caps"] = await asyncio.to_thread(template_caps, state.template.source)
+    if chat.source("tool_use"):
+        out["chat_template_tool_use"] = chat.source("tool_use")
     out.update(
         {
             # pyllama's: where the model runs (ggml devices, the CPU variant picked at import)

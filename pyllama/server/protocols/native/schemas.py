@@ -50,6 +50,8 @@ class DetokenizeRequest(Body):
 class TemplateRequest(Body):
     messages: list[dict[str, Any]] = Field(..., min_length=1)
     tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    reasoning_format: str | None = None
     add_generation_prompt: bool = True
-    continue_final_message: bool | None = None
+    continue_final_message: bool | str | None = None
     chat_template_kwargs: dict[str, Any] | None = None

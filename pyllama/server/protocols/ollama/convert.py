@@ -13,7 +13,6 @@ import orjson
 from starlette.requests import Request
 
 from pyllama import _core
-from pyllama.reasoning import thinking_tags
 from pyllama.server.http.errors import APIError
 from pyllama.server.media.content import image_part
 from pyllama.server.pipeline import results, tasks
@@ -98,8 +97,8 @@ def think(state: ServerState, value: bool | str | None) -> dict[str, Any] | None
     """``think`` as chat template variables."""
     if value is None:
         return None
-    assert state.template is not None
-    if value is not False and thinking_tags(state.template.source) is None:
+    assert state.chat is not None
+    if value is not False and not state.chat.supports_thinking:
         raise APIError(400, f"'{state.model_name}' does not support thinking")
     if isinstance(value, str):  # a level, read by gpt-oss style templates
         return {"enable_thinking": True, "reasoning_effort": value}

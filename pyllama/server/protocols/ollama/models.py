@@ -15,7 +15,6 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from pyllama import _core, hardware
-from pyllama.reasoning import thinking_tags
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import json_response, parse
 from pyllama.server.protocols.ollama.schemas import ShowRequest
@@ -156,8 +155,8 @@ def _capabilities(state: ServerState, model: _core.Model) -> list[str]:
     if (s.embeddings or s.reranking) and not state.serves_completions:
         return ["embedding"]
     caps = ["completion", "tools"]
-    assert state.template is not None
-    if thinking_tags(state.template.source) is not None:
+    assert state.chat is not None
+    if state.chat.supports_thinking:
         caps.append("thinking")
     if s.embeddings:  # a generative model started with --embedding serves both
         caps.append("embedding")
@@ -192,7 +191,7 @@ async def show(request: Request) -> Response:
     state = _state(request)
     await parse(request, ShowRequest)
     model, _ = state.require()
-    assert state.template is not None
+    assert state.chat is not None
     mtime = _stat(state).st_mtime
     params = _parameters(state)
     # no TEMPLATE line: the template is Jinja, which an Ollama Modelfile cannot hold
@@ -203,7 +202,7 @@ async def show(request: Request) -> Response:
         {
             "modelfile": modelfile,
             "parameters": params,
-            "template": state.template.source,
+            "template": state.chat.source(),
             "license": model.metadata.get("general.license", ""),
             "details": _details(model),
             "model_info": _model_info(model),

@@ -19,8 +19,8 @@ from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import json_body, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
-from pyllama.server.pipeline.deltas import ChatDeltas
 from pyllama.server.pipeline.embeddings import embed, pooled, pooling_none
+from pyllama.server.pipeline.plan import ChatReader
 from pyllama.server.pipeline.turn import ChatCall, ChatTurn, finish_reason, plan_call, start_chat
 from pyllama.server.protocols.native.routes import native_final
 from pyllama.server.protocols.openai import transcriptions
@@ -320,7 +320,7 @@ async def _stream_chat(
     state: ServerState, turn: ChatTurn, req: ChatRequest, env: dict[str, Any]
 ) -> AsyncIterator[bytes]:
     # its own loop rather than ChatTurn.stream: a token's logprobs travel with its delta
-    readers: dict[int, ChatDeltas] = {}
+    readers: dict[int, ChatReader] = {}
     finals = []
 
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,254 @@
+// llama.cpp's chat layer, called as llama-server calls it (see chat.hpp). The request
+// parse, the conversions and the stream state are llama-server's own functions, compiled
+// from the vendored tools/server sources (CMakeLists.txt: pyllama-server-chat); what this
+// file adds is the JSON-text boundary and the two places where pyllama differs on purpose:
+// a final reply that does not parse is content, not an error.
+#include "core/chat.hpp"
+
+#include <stdexcept>
+
+#include "chat.h"
+#include "common.h"
+#include "llama.h"
+#include "log.h"
+#include "server-chat.h"
+#include "server-common.h"
+#include "server-task.h"
+
+namespace pyllama {
+
+namespace {
+
+json parse_json(const std::string & text, const char * what) {
+    try {
+        return json::parse(text);
+    } catch (const std::exception & e) {
+        throw std::invalid_argument(std::string(what) + " is not valid JSON: " + e.what());
+    }
+}
+
+}  // namespace
+
+struct ChatTemplates::Impl {
+    server_chat_params params;
+    bool supports_thinking = false;
+};
+
+ChatTemplates::ChatTemplates(const llama_model * model, const std::string & override_src, const ChatOptions & opt)
+    : impl_(std::make_unique<Impl>()), opt_(opt) {
+    // common_chat_templates_init throws std::runtime_error for a template that does not parse
+    auto tmpls = common_chat_templates_init(model, override_src);
+    // llama-server (server-context.cpp): thinking is on unless --reasoning off, and only
+    // where the template supports it
+    impl_->supports_thinking = opt.use_jinja && common_chat_templates_support_enable_thinking(tmpls.get());
+    const bool enable_thinking = opt.reasoning != "off" && impl_->supports_thinking;
+    auto & p = impl_->params;
+    p.use_jinja = opt.use_jinja;
+    p.prefill_assistant = opt.prefill_assistant;
+    p.reasoning_format = common_reasoning_format_from_name(opt.reasoning_format);
+    p.chat_template_kwargs = opt.template_kwargs;
+    p.tmpls = std::move(tmpls);
+    p.allow_image = opt.allow_image;
+    p.allow_audio = opt.allow_audio;
+    p.allow_video = opt.allow_video;
+    p.enable_thinking = enable_thinking;
+    p.reasoning_budget = opt.reasoning_budget;
+    p.reasoning_budget_message = opt.reasoning_budget_message;
+    p.force_pure_content = opt.force_pure_content;
+}
+
+ChatTemplates::~ChatTemplates() = default;
+
+std::string ChatTemplates::source(const std::string & variant) const {
+    return common_chat_templates_source(impl_->params.tmpls.get(), variant);
+}
+
+bool ChatTemplates::was_explicit() const { return common_chat_templates_was_explicit(impl_->params.tmpls.get()); }
+
+std::map<std::string, bool> ChatTemplates::caps() const {
+    return common_chat_templates_get_caps(impl_->params.tmpls.get());
+}
+
+bool ChatTemplates::supports_thinking() const { return impl_->supports_thinking; }
+
+bool ChatTemplates::enable_thinking() const { return impl_->params.enable_thinking; }
+
+std::string ChatTemplates::example() const {
+    return common_chat_format_example(impl_->params.tmpls.get(), opt_.use_jinja, opt_.template_kwargs);
+}
+
+std::string ChatTemplates::chat_params(const std::string & body_json) const {
+    json body = parse_json(body_json, "the request");
+    std::vector<raw_buffer> files;  // media arrive as media_marker parts: none are loaded here
+    json out;
+    try {
+        out = oaicompat_chat_params_parse(body, impl_->params, files);
+    } catch (const common_json_error & e) {
+        // a field of the wrong JSON type: llama-server answers these 400 too
+        throw std::invalid_argument(e.what());
+    }
+    return out.dump_safe();
+}
+
+std::string anthropic_to_openai(const std::string & body_json) {
+    try {
+        return server_chat_convert_anthropic_to_oai(parse_json(body_json, "the request"))
+            .dump_safe();
+    } catch (const common_json_error & e) {
+        throw std::invalid_argument(e.what());
+    }
+}
+
+std::string responses_to_openai(const std::string & body_json) {
+    try {
+        return server_chat_convert_responses_to_chatcmpl(parse_json(body_json, "the request"))
+            .dump_safe();
+    } catch (const common_json_error & e) {
+        throw std::invalid_argument(e.what());
+    }
+}
+
+ChatSampling chat_sampling(const llama_vocab * vocab, const std::string & params_json) {
+    // server-schema.cpp's preserved_tokens and grammar_triggers handlers, then
+    // common_sampler_init's trigger conversion
+    const json data = parse_json(params_json, "the chat parameters");
+    ChatSampling out;
+    if (data.contains("preserved_tokens")) {
+        for (const auto & t : data.at("preserved_tokens")) {
+            auto ids = common_tokenize(vocab, t.get<std::string>(), false, true);
+            if (ids.size() == 1) out.preserved.push_back(ids[0]);
+        }
+    }
+    auto preserved = [&](llama_token tok) {
+        for (auto p : out.preserved) {
+            if (p == tok) return true;
+        }
+        return false;
+    };
+    if (data.contains("grammar_triggers")) {
+        for (const auto & t : data.at("grammar_triggers")) {
+            server_grammar_trigger ct(t);
+            const auto & trig = ct.value;
+            switch (trig.type) {
+                case COMMON_GRAMMAR_TRIGGER_TYPE_WORD: {
+                    auto ids = common_tokenize(vocab, trig.value, false, true);
+                    if (ids.size() == 1) {
+                        if (!preserved(ids[0])) {
+                            throw std::runtime_error("Grammar trigger word should be marked as preserved token: " +
+                                                     trig.value);
+                        }
+                        out.trigger_tokens.push_back(ids[0]);
+                    } else {
+                        out.trigger_patterns.push_back(regex_escape(trig.value));
+                    }
+                    break;
+                }
+                case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN:
+                    out.trigger_patterns.push_back(trig.value);
+                    break;
+                case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL: {
+                    const auto & pattern = trig.value;
+                    std::string anchored = "^$";
+                    if (!pattern.empty()) {
+                        anchored = (pattern.front() != '^' ? "^" : "") + pattern + (pattern.back() != '$' ? "$" : "");
+                    }
+                    out.trigger_patterns.push_back(anchored);
+                    break;
+                }
+                case COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN:
+                    out.trigger_tokens.push_back(trig.token);
+                    break;
+            }
+        }
+    }
+    const bool lazy = data.contains("grammar_lazy") && data.at("grammar_lazy").is_boolean() && data.at("grammar_lazy").get<bool>();
+    if (lazy && data.contains("grammar") && out.trigger_patterns.empty() && out.trigger_tokens.empty()) {
+        throw std::runtime_error("Error: no triggers set for lazy grammar!");
+    }
+    return out;
+}
+
+struct ChatReader::Impl {
+    std::unique_ptr<task_result_state> state;
+};
+
+namespace {
+
+common_chat_parser_params parser_params(const json & data, bool stream, const std::string & reasoning_format) {
+    // server-schema.cpp's chat parser fields, in the same order
+    common_chat_parser_params p;
+    p.reasoning_format = common_reasoning_format_from_name(reasoning_format);
+    if (data.contains("chat_format")) p.format = static_cast<common_chat_format>(data.at("chat_format").get<int>());
+    if (data.contains("reasoning_format")) {
+        p.reasoning_format = common_reasoning_format_from_name(data.at("reasoning_format").get<std::string>());
+    }
+    if (data.contains("generation_prompt")) p.generation_prompt = data.at("generation_prompt").get<std::string>();
+    if (data.contains("parse_tool_calls")) p.parse_tool_calls = data.at("parse_tool_calls").get<bool>();
+    if (data.contains("chat_parser")) p.parser.load(data.at("chat_parser").get<std::string>());
+    if (data.contains("continue_final_message")) {
+        p.is_continuation = common_chat_continuation_parse(data.at("continue_final_message")) !=
+                            COMMON_CHAT_CONTINUATION_NONE;
+    }
+    if (data.contains("echo")) p.echo = data.at("echo").get<bool>();
+    p.reasoning_in_content = stream && p.reasoning_format == COMMON_REASONING_FORMAT_DEEPSEEK_LEGACY;
+    return p;
+}
+
+json message_json(const common_chat_msg & msg) {
+    // the assistant message as llama-server's final answer carries it
+    return msg.to_json_oaicompat();
+}
+
+}  // namespace
+
+ChatReader::ChatReader(const std::string & params_json, bool stream, const std::string & reasoning_format)
+    : impl_(std::make_unique<Impl>()) {
+    const json data = parse_json(params_json, "the chat parameters");
+    try {
+        impl_->state = std::make_unique<task_result_state>(parser_params(data, stream, reasoning_format));
+    } catch (const common_json_error & e) {
+        throw std::invalid_argument(e.what());
+    }
+}
+
+ChatReader::~ChatReader() = default;
+
+std::string ChatReader::update(const std::string & text_added, bool is_partial) {
+    auto & st = *impl_->state;
+    std::vector<common_chat_msg_diff> diffs;
+    bool unparsed = false;
+    try {
+        st.update_chat_msg(text_added, is_partial, diffs);
+    } catch (const std::exception & e) {
+        if (is_partial) throw;
+        // llama-server answers 500 here; pyllama keeps what was sent and gives the rest of
+        // the text as content (docs/compatibility.md)
+        LOG_WRN("pyllama: the reply does not parse as its chat format (%s); answered as content\n", e.what());
+        unparsed = true;
+        const std::string & text = st.generated_text;
+        common_chat_msg msg = st.chat_msg;
+        std::string rest = text;
+        const std::string & sent = !msg.content.empty() ? msg.content : msg.reasoning_content;
+        if (!sent.empty()) {
+            const auto at = text.rfind(sent);
+            rest = at == std::string::npos ? std::string() : text.substr(at + sent.size());
+        } else if (!msg.tool_calls.empty()) {
+            rest.clear();  // calls already streamed stand; nothing marks where they ended
+        }
+        common_chat_msg next = msg;
+        next.role = "assistant";
+        next.content += rest;
+        diffs = common_chat_msg_diff::compute_diffs(msg, next);
+        st.chat_msg = next;
+    }
+    json out_diffs = json::array();
+    for (const auto & d : diffs) out_diffs.push_back(server_chat_msg_diff_to_json_oaicompat(d));
+    json out = {
+        {"message", message_json(st.chat_msg)},
+        {"diffs", out_diffs},
+        {"unparsed", unparsed},
+    };
+    return out.dump_safe();
+}
+
+}  // namespace pyllama
