@@ -124,6 +124,8 @@ void register_sampler(py::module_ & m) {
     sp.def_readwrite("grammar_lazy", &SamplingParams::grammar_lazy);
     sp.def_readwrite("grammar_trigger_patterns", &SamplingParams::grammar_trigger_patterns);
     sp.def_readwrite("grammar_trigger_tokens", &SamplingParams::grammar_trigger_tokens);
+    sp.def_readwrite("grammar_prefill", &SamplingParams::grammar_prefill,
+                     "tokens a non-lazy grammar accepts first (a chat's generation prompt)");
     sp.def_readwrite("samplers", &SamplingParams::samplers);
     sp.def_readwrite("backend_sampling", &SamplingParams::backend_sampling,
                      "run the chain inside the decode graph where its stages allow (an engine task)");

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'NgramMap', 'NgramSpec', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_info', 'build_sampler_chain', 'chat_apply_builtin', 'chat_builtin_templates', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'ChatReader', 'ChatTemplates', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'NgramMap', 'NgramSpec', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_info', 'build_sampler_chain', 'chat_anthropic_to_openai', 'chat_apply_builtin', 'chat_builtin_templates', 'chat_responses_to_openai', 'chat_sampling', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class CpuParams:
@@ -505,6 +505,14 @@ class SamplingParams:
         ...
     @frequency_penalty.setter
     def frequency_penalty(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def grammar_prefill(self) -> list[int]:
+        """
+        tokens a non-lazy grammar accepts first (a chat's generation prompt)
+        """
+    @grammar_prefill.setter
+    def grammar_prefill(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
         ...
     @property
     def grammar_trigger_patterns(self) -> list[str]:
@@ -1214,6 +1222,53 @@ class Engine:
         """
         How long the start-up warm-up took (-1: none ran).
         """
+class ChatTemplates:
+    """
+    A model's chat templates in llama.cpp's Jinja engine, with llama-server's options.
+    """
+    def __init__(self, model: Model, template: str = '', *, use_jinja: bool = True, prefill_assistant: bool = True, reasoning_format: str = 'auto', template_kwargs: collections.abc.Mapping[str, str] = {}, allow_image: bool = False, allow_audio: bool = False, allow_video: bool = False, reasoning: str = 'auto', reasoning_budget: typing.SupportsInt | typing.SupportsIndex = -1, reasoning_budget_message: str = '', force_pure_content: bool = False) -> None:
+        """
+        `template`: a template text or built-in name ('' : the model's own, else chatml); `template_kwargs`: name -> JSON text. RuntimeError when the template does not parse.
+        """
+    def chat_params(self, body: str) -> str:
+        """
+        llama-server's oaicompat_chat_params_parse: an OpenAI chat body (JSON text) to its task parameters (JSON text). ValueError for bad input, RuntimeError when the template fails.
+        """
+    def example(self) -> str:
+        ...
+    def source(self, variant: str = '') -> str:
+        """
+        The template text ('tool_use': the tool-use variant, '' when there is none).
+        """
+    @property
+    def caps(self) -> dict[str, bool]:
+        """
+        llama.cpp's chat_template_caps
+        """
+    @property
+    def enable_thinking(self) -> bool:
+        """
+        enable_thinking for a request that does not set it
+        """
+    @property
+    def supports_thinking(self) -> bool:
+        ...
+    @property
+    def use_jinja(self) -> bool:
+        ...
+    @property
+    def was_explicit(self) -> bool:
+        ...
+class ChatReader:
+    """
+    A reply parsed as it streams (llama-server's task_result_state).
+    """
+    def __init__(self, params: str, stream: bool, reasoning_format: str = 'auto') -> None:
+        ...
+    def update(self, text: str, partial: bool) -> str:
+        """
+        Add text; JSON {message, diffs, unparsed}. The last call has partial False.
+        """
 def _argmax(row: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], kernel: str = 'best') -> int:
     """
     The engine's greedy argmax of a float32 row with one kernel (first maximum, NaN never wins, -1 when all are -inf); for tests.
@@ -1232,12 +1287,24 @@ def build_sampler_chain(model: Model, params: SamplingParams, n_ctx: typing.Supp
     """
     The chain llama-server would build for params (grammar first, then its stage order).
     """
+def chat_anthropic_to_openai(body: str) -> str:
+    """
+    llama-server's Anthropic Messages body to an OpenAI chat body (JSON text both ways).
+    """
 def chat_apply_builtin(template: str, messages: collections.abc.Sequence[tuple[str, str]], add_assistant: bool = True) -> str:
     """
     Format (role, content) pairs with one of llama.cpp's built-in templates, by name or detected from a template's text (ValueError when none matches).
     """
 def chat_builtin_templates() -> list[str]:
     ...
+def chat_responses_to_openai(body: str) -> str:
+    """
+    llama-server's OpenAI Responses body to an OpenAI chat body (JSON text both ways).
+    """
+def chat_sampling(model: Model, params: str) -> tuple[list[int], list[str], list[int]]:
+    """
+    (preserved tokens, trigger patterns, trigger tokens) of a chat's task parameters, as llama-server resolves them against the vocabulary.
+    """
 def default_media_marker() -> str:
     """
     The text that stands for one image or audio file in a prompt: '<__media__>'.

@@ -57,7 +57,9 @@ std::optional<Sampler> build_grammar_sampler(const Model & model, const Sampling
     if (p.grammar.empty()) return std::nullopt;
     namespace s = samplers;
     if (p.grammar_lazy) return s::grammar_lazy(model, p.grammar, "root", p.grammar_trigger_patterns, p.grammar_trigger_tokens);
-    return s::grammar(model, p.grammar, "root");
+    Sampler g = s::grammar(model, p.grammar, "root");
+    for (llama_token t : p.grammar_prefill) g.accept(t);
+    return g;
 }
 
 std::optional<Sampler> build_reasoning_budget(const Model & model, const ReasoningBudget & rb, bool grammar_lazy) {

@@ -47,6 +47,10 @@ struct SamplingParams {
     bool grammar_lazy = false;
     std::vector<std::string> grammar_trigger_patterns;
     std::vector<llama_token> grammar_trigger_tokens;
+    // tokens the (non-lazy) grammar accepts before sampling: a chat's tool-call or output
+    // grammar begins with the generation prompt the template already wrote (llama.cpp's
+    // common_sampler_init prefill); empty for a user's own grammar
+    std::vector<llama_token> grammar_prefill;
     // stage order; names as llama-server's "samplers" field
     std::vector<std::string> samplers{"penalties", "dry", "top_n_sigma", "top_k", "typ_p",
                                       "top_p", "min_p", "xtc", "temperature"};

@@ -14,7 +14,7 @@ from pyllama import _core
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.settings import Settings
 
-__all__ = ["reasoning_budget"]
+__all__ = ["prefill_tokens", "reasoning_budget"]
 
 
 def reasoning_budget(
@@ -54,13 +54,13 @@ def reasoning_budget(
     rb.end = [model.tokenize(e.strip(), False, True) for e in ends]
     rb.forced = (model.tokenize(message, False, True) if message else []) + rb.end[0]
     prompt = req.generation_prompt if generation_prompt is None else generation_prompt()
-    rb.prefill = _prefill(model, prompt or "")
+    rb.prefill = prefill_tokens(model, prompt or "")
     rb.budget = budget
     rb.control = req.reasoning_control
     return rb
 
 
-def _prefill(model: _core.Model, generation_prompt: str) -> list[int]:
+def prefill_tokens(model: _core.Model, generation_prompt: str) -> list[int]:
     """The generation prompt's tokens, as llama.cpp's common_sampler_init: a leading token
     that is only a space some tokenizers add is left out."""
     tokens = model.tokenize(generation_prompt, False, True)

@@ -178,6 +178,7 @@ class Options:
     # a lazy grammar (free text until one matches): regex patterns and token ids
     trigger_patterns: list[str] = field(default_factory=list)
     trigger_tokens: list[int] = field(default_factory=list)
+    grammar_prefill: list[int] = field(default_factory=list)  # a chat grammar's generation prompt
     preserved: list[int] = field(default_factory=list)  # special tokens written out as text
     stop: list[str] = field(default_factory=list)
     sampling: _core.SamplingParams | None = None  # set by make_tasks: what the tasks sample with
@@ -218,6 +219,8 @@ def make_tasks(
         sampling.grammar_lazy = True
         sampling.grammar_trigger_patterns = opts.trigger_patterns
         sampling.grammar_trigger_tokens = opts.trigger_tokens
+    elif opts.grammar is not None and opts.grammar_prefill:
+        sampling.grammar_prefill = opts.grammar_prefill
     opts.sampling = sampling
     n_predict = opts.n_predict
     if n_predict < 0 and s.n_predict >= 0:

@@ -24,7 +24,7 @@ from pyllama.server.http.wire import describe_validation
 from pyllama.server.media import content
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
-from pyllama.server.pipeline.budget import reasoning_budget
+from pyllama.server.pipeline.budget import prefill_tokens, reasoning_budget
 from pyllama.server.pipeline.plan import ChatPlan, ToolCall, plan_chat
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState
@@ -206,7 +206,9 @@ async def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         grammar = plan.grammar or grammar_for_response_format(call.response_format)
     except ValueError as e:
         raise APIError(400, str(e)) from e
-    lazy = plan.grammar_lazy and grammar == plan.grammar
+    chat_grammar = plan.grammar is not None and grammar == plan.grammar
+    lazy = plan.grammar_lazy and chat_grammar
+    model = state.require()[0]
     opts = tasks.Options(
         n_predict=call.n_predict,
         n_cmpl=call.n,
@@ -214,11 +216,13 @@ async def start_chat(state: ServerState, call: ChatCall) -> ChatTurn:
         grammar=grammar,
         trigger_patterns=plan.trigger_patterns if lazy else [],
         trigger_tokens=plan.trigger_tokens if lazy else [],
+        # the chat layer's grammar starts with the generation prompt (llama.cpp's prefill)
+        grammar_prefill=prefill_tokens(model, plan.generation_prompt) if chat_grammar else [],
         preserved=plan.preserved,
         stop=[*call.stop, *plan.stops],
         cmpl_id=call.cmpl_id,
         reasoning=reasoning_budget(
-            state.require()[0],
+            model,
             state.settings,
             call.sampling,
             plan.thinking,
