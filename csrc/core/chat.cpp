@@ -248,6 +248,16 @@ std::string ChatReader::update(const std::string & text_added, bool is_partial) 
         {"diffs", out_diffs},
         {"unparsed", unparsed},
     };
+    if (!is_partial) {
+        // a whole answer (to_json_oaicompat_chat and its kin): a reply that parsed to
+        // nothing is the generated text as content
+        common_chat_msg whole = st.chat_msg;
+        if (whole.empty()) {
+            whole.role = "assistant";
+            whole.content = st.generated_text;
+        }
+        out["whole"] = message_json(whole);
+    }
     return out.dump_safe();
 }
 

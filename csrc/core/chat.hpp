@@ -90,7 +90,8 @@ public:
     ChatReader(const ChatReader &) = delete;
     ChatReader & operator=(const ChatReader &) = delete;
 
-    // {"message": the OpenAI message so far, "diffs": [OpenAI deltas], "unparsed": bool}.
+    // {"message": the OpenAI message so far, "diffs": [OpenAI deltas], "unparsed": bool},
+    // and once not partial "whole": the message a whole (non-streamed) answer carries.
     // A final text that does not parse as the format (llama-server's 500) comes back as
     // content, "unparsed" true; a partial one that does not is never an error.
     // A whole reply is one update with is_partial false on a new reader.

@@ -97,7 +97,7 @@ def _strip_ids(value: Any) -> Any:
 
 def _answer(r: httpx.Response, reduce: Callable[[Any], Any]) -> Any:
     if r.status_code != 200:
-        return {"status": r.status_code}
+        return {"http_status": r.status_code}
     return reduce(r.json())
 
 
@@ -109,12 +109,20 @@ def _sse(r: httpx.Response) -> list[Any]:
     return out
 
 
+def _failed(event: Any) -> bool:
+    """An error sent after the stream began: OpenAI's ``{"error": ...}``, Anthropic's
+    ``error`` event (llama-server's data: code, message, type), Responses' ``error``."""
+    if not isinstance(event, dict):
+        return False
+    return "error" in event or event.get("type") in ("error", "server_error") or "code" in event
+
+
 def _stream_answer(r: httpx.Response, fold: Callable[[list[Any]], Any]) -> Any:
     if r.status_code != 200:
-        return {"status": r.status_code}
+        return {"http_status": r.status_code}
     events = _sse(r)
-    if any("error" in e for e in events if isinstance(e, dict)):
-        return {"stream_error": True, "folded": fold([e for e in events if "error" not in e])}
+    if any(_failed(e) for e in events):
+        return {"stream_error": True, "folded": fold([e for e in events if not _failed(e)])}
     return fold(events)
 
 
@@ -176,7 +184,18 @@ def _anthropic_fold(events: list[Any]) -> Any:
 
 
 def _responses_whole(body: Any) -> Any:
-    return {"output": _strip_ids(body["output"]), "status": body.get("status")}
+    """The output items without their status: pyllama says "incomplete" for a reply cut by
+    max_output_tokens, as OpenAI's API (incomplete_details), where llama-server says
+    "completed" (a listed difference, docs/compatibility.md)."""
+    return {"output": _drop(_strip_ids(body["output"]), "status")}
+
+
+def _drop(value: Any, key: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop(v, key) for k, v in value.items() if k != key}
+    if isinstance(value, list):
+        return [_drop(v, key) for v in value]
+    return value
 
 
 def _responses_fold(events: list[Any]) -> Any:
@@ -254,16 +273,27 @@ CASES = [*(f"render_{k}" for k in RENDERS), *CHATS]
 
 
 def ask(url: str) -> dict[str, Any]:
-    """Every case's reduced answer from the server at ``url``."""
+    """Every case's reduced answer from the server at ``url``; a server that went away
+    (llama-server aborts on some templates) answers ``{"unreachable": True}``."""
     out: dict[str, Any] = {}
     with httpx.Client(base_url=url, timeout=120) as c:
+
+        def post(path: str, body: Any, reduce: Callable[[httpx.Response], Any]) -> Any:
+            try:
+                return reduce(c.post(path, json=body))
+            except httpx.TransportError:
+                return {"unreachable": True}
+
         for name, body in RENDERS.items():
-            r = c.post("/apply-template", json=body)
-            out[f"render_{name}"] = (
-                r.json()["prompt"] if r.status_code == 200 else {"status": r.status_code}
+            out[f"render_{name}"] = post(
+                "/apply-template",
+                body,
+                lambda r: (
+                    r.json()["prompt"] if r.status_code == 200 else {"http_status": r.status_code}
+                ),
             )
         for name, (path, body, reduce) in CHATS.items():
-            out[name] = reduce(c.post(path, json=body))
+            out[name] = post(path, body, reduce)
     return out
 
 
@@ -286,7 +316,7 @@ def ollama_matches_openai(url: str) -> tuple[Any, Any]:
             json={"messages": [USER], "tools": TOOLS, "max_tokens": N_PREDICT},
         )
     if o.status_code != 200 or a.status_code != 200:
-        return {"status": o.status_code}, {"status": a.status_code}
+        return {"http_status": o.status_code}, {"http_status": a.status_code}
     om, am = o.json()["message"], a.json()["choices"][0]["message"]
     ours = {
         "content": om.get("content") or "",
@@ -310,17 +340,27 @@ def deliberate(ours: Any, peer: Any) -> bool:
     """The one listed difference (docs/compatibility.md): where llama-server answers 500
     because the model's output does not parse as a tool call, pyllama answers 200 with the
     text as content (in a stream: the rest of the text follows as content)."""
-    if isinstance(peer, dict) and peer.get("status") == 500:
-        return not (isinstance(ours, dict) and "status" in ours)
+    if isinstance(peer, dict) and peer.get("http_status") == 500:
+        return not (isinstance(ours, dict) and "http_status" in ours)
     return isinstance(peer, dict) and peer.get("stream_error") is True
 
 
+def _unreachable(answer: Any) -> bool:
+    return isinstance(answer, dict) and answer.get("unreachable") is True
+
+
 def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, str]:
-    """case -> "=" (the same), "~" (the deliberate difference) or "x" (a defect)."""
-    return {
-        k: "=" if ours[k] == peer[k] else "~" if deliberate(ours[k], peer[k]) else "x"
-        for k in CASES
-    }
+    """case -> "=" (the same), "~" (the deliberate difference), "!" (llama-server crashed,
+    pyllama answered) or "x" (a defect)."""
+
+    def verdict(a: Any, b: Any) -> str:
+        if a == b:
+            return "="
+        if _unreachable(b) and not _unreachable(a):
+            return "!"
+        return "~" if deliberate(a, b) else "x"
+
+    return {k: verdict(ours[k], peer[k]) for k in CASES}
 
 
 def templates(root: Path) -> list[Path]:

@@ -46,10 +46,12 @@ class ChatReader:
     def __init__(self, plan: ChatPlan, stream: bool = True) -> None:
         self._reader = _core.ChatReader(plan.params_json, stream, plan.reasoning_format)
         self.message: dict[str, Any] = {"role": "assistant", "content": None}
+        self.whole: dict[str, Any] | None = None  # the whole answer's message, once finished
 
     def _update(self, text: str, partial: bool) -> list[dict[str, Any]]:
         out = orjson.loads(self._reader.update(text, partial))
         self.message = out["message"]
+        self.whole = out.get("whole")
         if out["unparsed"]:
             log.warning("the model's reply does not parse as its chat format; sent as content")
         return [d for d in out["diffs"] if d]
@@ -88,8 +90,7 @@ class ChatPlan:
         """The assistant message for a whole reply, and its tool calls."""
         reader = ChatReader(self, stream=False)
         reader._update(text, False)
-        msg = reader.message
-        msg.setdefault("content", None)
+        msg = reader.whole or reader.message
         return msg, _calls(msg)
 
     def deltas(self) -> ChatReader:
