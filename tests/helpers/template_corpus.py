@@ -169,7 +169,10 @@ def _anthropic_fold(events: list[Any]) -> Any:
     for e in events:
         kind = e.get("type")
         if kind == "content_block_start":
-            blocks[e["index"]] = {**_strip_ids(e["content_block"]), "delta": ""}
+            # a tool_use block opens with "input": {} here, as Anthropic's API sends it
+            # (llama-server leaves it out; a listed difference): the deltas carry the input
+            block = _drop(_strip_ids(e["content_block"]), "input")
+            blocks[e["index"]] = {**block, "delta": ""}
         elif kind == "content_block_delta":
             d = e["delta"]
             blocks[e["index"]]["delta"] += (

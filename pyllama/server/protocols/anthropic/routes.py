@@ -206,11 +206,14 @@ def _error_event(e: APIError) -> bytes:
 class _Blocks:
     """OpenAI-style deltas in, Anthropic content-block events out. Blocks are numbered
     in the order they open (thinking, text, tool_use ...); a block closes when one of
-    another kind opens."""
+    another kind opens. A tool call streams as llama.cpp's parser reads it: its first
+    delta names it (a tool_use block opens), later ones add to its arguments
+    (input_json_delta)."""
 
     def __init__(self) -> None:
         self.index = -1
-        self.open: str | None = None  # "thinking" | "text" while one is open
+        self.open: str | None = None  # "thinking" | "text" | "tool_use" while one is open
+        self.call = -1  # the OpenAI index of the call whose tool_use block is open
 
     def close(self) -> list[bytes]:
         if self.open is None:
@@ -248,11 +251,14 @@ class _Blocks:
                 self.open = "text"
             out.append(self._delta({"type": "text_delta", "text": delta["content"]}))
         for c in delta.get("tool_calls", []):
-            fn = c["function"]
-            block = _tool_use(c["id"], fn["name"], "{}")
-            out += self._start(block)
-            out.append(self._delta({"type": "input_json_delta", "partial_json": fn["arguments"]}))
-            out.append(_event({"type": "content_block_stop", "index": self.index}))
+            fn = c.get("function") or {}
+            if self.open != "tool_use" or c["index"] != self.call:
+                out += self._start(_tool_use(c.get("id") or "", fn.get("name") or "", "{}"))
+                self.open, self.call = "tool_use", c["index"]
+            if fn.get("arguments"):
+                out.append(
+                    self._delta({"type": "input_json_delta", "partial_json": fn["arguments"]})
+                )
         return out
 
 

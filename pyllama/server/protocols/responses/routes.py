@@ -79,7 +79,15 @@ def _id(prefix: str) -> str:
 
 def _reasoning_item(iid: str, text: str, status: str) -> dict[str, Any]:
     content = [{"type": "reasoning_text", "text": text}] if text else []
-    return {"id": iid, "type": "reasoning", "summary": [], "content": content, "status": status}
+    # encrypted_content as llama-server's (it keeps no encrypted reasoning: always empty)
+    return {
+        "id": iid,
+        "type": "reasoning",
+        "summary": [],
+        "content": content,
+        "encrypted_content": "",
+        "status": status,
+    }
 
 
 def _text_part(text: str) -> dict[str, Any]:
@@ -267,6 +275,7 @@ class _Events:
         self.open: dict[str, Any] | None = None  # the reasoning or message item being written
         self.text: list[str] = []
         self.at: dict[str, Any] = {}  # item_id, output_index, content_index of the open item
+        self.index = -1  # the OpenAI index of the call whose function_call item is open
 
     def event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self.seq, **fields}
@@ -315,6 +324,8 @@ class _Events:
         """Finish the open reasoning or message item, if any."""
         if self.open is None:
             return []
+        if self.open["type"] == "function_call":
+            return self._close_call()
         text = "".join(self.text)
         if self.open["type"] == "reasoning":
             item = _reasoning_item(self.open["id"], text, "completed")
@@ -329,19 +340,39 @@ class _Events:
         self.open, self.text = None, []
         return out
 
-    def call(self, call: Mapping[str, Any]) -> list[bytes]:
-        """A whole tool call (the parser gives calls whole) as its item's events."""
-        out = self.close("completed")
-        name, args = call["function"]["name"], call["function"]["arguments"]
-        item = _call_item(call["id"], name, "", "in_progress")
-        added, at = self._add(item)
-        out.append(added)
-        out.append(self.event("response.function_call_arguments.delta", **at, delta=args))
-        out.append(
-            self.event("response.function_call_arguments.done", **at, arguments=args, name=name)
-        )
-        out.append(self._done({**item, "arguments": args, "status": "completed"}))
+    def call(self, delta: Mapping[str, Any]) -> list[bytes]:
+        """A tool call's delta: its first (with the name) opens a function_call item,
+        later ones add to its arguments, as llama.cpp's parser reads the call."""
+        fn = delta.get("function") or {}
+        out: list[bytes] = []
+        if (
+            self.open is None
+            or self.open["type"] != "function_call"
+            or delta["index"] != self.index
+        ):
+            out += self.close("completed")
+            self.open = _call_item(delta.get("id") or "", fn.get("name") or "", "", "in_progress")
+            self.index = delta["index"]
+            added, self.at = self._add(self.open)
+            out.append(added)
+        if fn.get("arguments"):
+            self.text.append(fn["arguments"])
+            out.append(
+                self.event(
+                    "response.function_call_arguments.delta", **self.at, delta=fn["arguments"]
+                )
+            )
         return out
+
+    def _close_call(self) -> list[bytes]:
+        assert self.open is not None
+        args = "".join(self.text)
+        item = {**self.open, "arguments": args, "status": "completed"}
+        done = self.event(
+            "response.function_call_arguments.done", **self.at, arguments=args, name=item["name"]
+        )
+        self.open, self.text = None, []
+        return [done, self._done(item)]
 
 
 async def _stream(
