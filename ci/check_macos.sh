@@ -3,6 +3,8 @@
 # carries Apple's libc headers and libSystem.tbd) compiles for aarch64-macos what the macOS
 # wheel builds from C and C++ (ci/build_wheel.sh's macos branch, docs/distribution.md):
 #   - _core: every source of csrc/, csrc/core/ and csrc/engine/, with _core's defines
+#   - llama-server's chat request side linked into _core (tools/server: server-common,
+#     server-chat, server-task)
 #   - ggml-base and ggml (libggml: the backend registry and loader)
 #   - ggml-cpu as GGML_CPU_ALL_VARIANTS builds it on Apple: apple_m1, apple_m2_m3,
 #     apple_m4, each with its feature-score object (cpu-feats.cpp)
@@ -111,9 +113,15 @@ CORE_FLAGS=(-fvisibility=hidden -Wall -Wextra -Wno-unused-parameter
   -DGGML_BACKEND_DL -DGGML_SHARED -DLLAMA_SHARED -DPYLLAMA_BACKEND_DL
   "-DPYLLAMA_VERSION=\"$VERSION\"" -D_DARWIN_C_SOURCE=1
   -Icsrc -I$V/include -I$V/ggml/include -I$V/common -I$V/tools/mtmd -I$V/vendor
+  -I$V/tools/server -I$V
   -isystem "$PYTHON_INC" -isystem "$PYBIND11_INC")
 for src in csrc/*.cpp csrc/core/*.cpp csrc/engine/*.cpp; do
   compile _core "$src" "${CORE_FLAGS[@]}"
+done
+# llama-server's chat request side, linked into _core (CMakeLists.txt: pyllama-server-chat)
+for src in server-common.cpp server-chat.cpp server-task.cpp; do
+  compile pyllama-server-chat "$V/tools/server/$src" -w -DLLAMA_SHARED -I$V/include -I$V/ggml/include \
+    -I$V/common -I$V/tools/mtmd -I$V/tools/server -I$V -I$V/vendor
 done
 
 # --- ggml-base and ggml (ggml/src/CMakeLists.txt); ggml-version.h as its configure_file

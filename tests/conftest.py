@@ -110,6 +110,30 @@ def server(smollm_path: str) -> Iterator[str]:
         yield url
 
 
+def _template_server(smollm_path: str, vendor: Path, name: str) -> Iterator[str]:
+    template = vendor / "templates" / f"{name}.jinja"
+    args = ["-m", smollm_path, "-t", "2", "-c", "4096", "-np", "2"]
+    with running_server(*args, "--chat-template-file", str(template)) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def tool_server(smollm_path: str, vendor_models: Path) -> Iterator[str]:
+    """pyllama-server on SmolLM2 with Qwen2.5's template (ChatML, Hermes-style <tool_call>
+    JSON): tools rendered, called and read back by llama.cpp's chat layer. SmolLM2's own
+    template knows no tools (llama-server then renders none)."""
+    yield from _template_server(smollm_path, vendor_models, "Qwen-Qwen2.5-7B-Instruct")
+
+
+@pytest.fixture(scope="session")
+def call_server(smollm_path: str, vendor_models: Path) -> Iterator[str]:
+    """pyllama-server on SmolLM2 with Gemma 4's template, for tests that need a tool call
+    to come out: its required-call grammar leaves no room for text first, where most
+    families' grammars let this small model ramble before a call it never makes (as on
+    llama-server)."""
+    yield from _template_server(smollm_path, vendor_models, "google-gemma-4-31B-it")
+
+
 @pytest.fixture(scope="session")
 def thinking_server(smollm_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """pyllama-server on SmolLM2 with THINKING_TEMPLATE (reasoning tests of every protocol)."""

@@ -22,7 +22,7 @@ from pyllama.llama.calls import sampler_args
 from pyllama.llama.chat.plan import ChatPlan, plan_chat
 from pyllama.llama.model_info import ModelInfo, load_model
 from pyllama.llama.responses import ChatShaper, CompletionShaper, envelope
-from pyllama.llama.sampler_chain import SamplerArgs, grammar_text
+from pyllama.llama.sampler_chain import ChatGrammar, SamplerArgs, grammar_text
 from pyllama.llama.tokenizer import prompt_tokens
 from pyllama.sampling import make_sampling_params
 
@@ -258,15 +258,21 @@ class EngineLlama(ModelInfo):
         n = len(prompt)
         if n >= self._n_ctx:
             raise ValueError(f"Requested tokens ({n}) exceed context window of {self._n_ctx}")
-        params = self._sampling(sampler_args(call), call["seed"], plan.grammar, call["logit_bias"])
-        if plan.triggers:
+        grammar = plan.grammar
+        chat_grammar = grammar if isinstance(grammar, ChatGrammar) else None
+        text = chat_grammar.text if chat_grammar is not None else grammar
+        params = self._sampling(sampler_args(call), call["seed"], text, call["logit_bias"])
+        if chat_grammar is not None and chat_grammar.lazy:
             params.grammar_lazy = True
-            params.grammar_trigger_patterns = plan.triggers
+            params.grammar_trigger_patterns = list(chat_grammar.trigger_patterns)
+            params.grammar_trigger_tokens = list(chat_grammar.trigger_tokens)
+        elif chat_grammar is not None:
+            params.grammar_prefill = list(chat_grammar.prefill)
         n_top = (call["top_logprobs"] or 0) if call["logprobs"] else None
         task = make_task(
             plan.tokens,
             n_predict=self._n_predict(call["max_tokens"], n),
-            stop=_stops(call["stop"]),
+            stop=[*_stops(call["stop"]), *plan.stops],
             sampling=params,
             n_probs=max(1, n_top) if n_top is not None else 0,
             preserved_tokens=list(plan.preserved),

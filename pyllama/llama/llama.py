@@ -514,10 +514,10 @@ class Llama(ModelInfo):
         logprobs = call["logprobs"]
         pieces = completion_pieces(
             self,
-            plan.tokens, max_tokens=call["max_tokens"], stop=call["stop"],
+            plan.tokens, max_tokens=call["max_tokens"], stop=_with_stops(call["stop"], plan.stops),
             n_logprobs=(call["top_logprobs"] or 0) if logprobs else None, seed=call["seed"], args=args_,
             stopping_criteria=None, logits_processor=call["logits_processor"], grammar=plan.grammar,
-            triggers=plan.triggers, logit_bias=call["logit_bias"], preserved=plan.preserved,
+            triggers=None, logit_bias=call["logit_bias"], preserved=plan.preserved,
         )  # fmt: skip
         meta = envelope("chat.completion", call["model"] or self.model_path)
         shaper = ChatShaper(meta, plan, bool(logprobs))
@@ -529,13 +529,8 @@ class Llama(ModelInfo):
         self, messages: Any, add_generation_prompt: bool = True, tools: Any = None, **extra: Any
     ) -> str:
         """The prompt text the chat template makes of ``messages`` (pyllama)."""
-        from pyllama.chat import validate_messages
-
         return self._template.render(
-            validate_messages(messages),
-            add_generation_prompt=add_generation_prompt,
-            tools=tools,
-            **extra,
+            messages, add_generation_prompt=add_generation_prompt, tools=tools, **extra
         )
 
     # ------------------------------------------------------------ embeddings
@@ -616,3 +611,11 @@ class Llama(ModelInfo):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
+
+
+def _with_stops(stop: Any, extra: list[str]) -> Any:
+    """The call's stop strings and the template's own (llama.cpp's additional stops)."""
+    if not extra:
+        return stop
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    return [*stops, *extra]

@@ -105,15 +105,11 @@ class ModelInfo:
 
     def _resolve_chat(self, chat_format: str | None) -> Any:
         """Sets ``chat_format`` (the resolved name) and ``_template``."""
-        bos, eos = (
-            self._special_text(self._model.token_bos),
-            self._special_text(self._model.token_eos),
-        )
         if chat_format is not None and getattr(self, "chat_handler", None) is None:
             handler = handlers.lookup(chat_format, templated=chat_format in FORMATS)
             if handler is not None:  # a registered format: the template is not used
                 self.chat_handler = handler
                 self.chat_format = chat_format
-                self._template = resolve_template(self._model, None, bos, eos)[1]
+                self._template = resolve_template(self._model, None)[1]
                 return
-        self.chat_format, self._template = resolve_template(self._model, chat_format, bos, eos)
+        self.chat_format, self._template = resolve_template(self._model, chat_format)

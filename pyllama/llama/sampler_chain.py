@@ -15,7 +15,7 @@ from typing import Any
 
 from pyllama import _core
 
-__all__ = ["SamplerArgs", "build_chain", "grammar_text"]
+__all__ = ["ChatGrammar", "SamplerArgs", "build_chain", "grammar_text"]
 
 
 @dataclass
@@ -46,9 +46,25 @@ class SamplerArgs:
             raise ValueError(f"mirostat_mode={self.mirostat_mode}: 0, 1 or 2")
 
 
-def grammar_text(grammar: Any) -> str | None:
-    """A LlamaGrammar's GBNF, or GBNF text as it is."""
-    if grammar is None or isinstance(grammar, str):
+@dataclass(frozen=True)
+class ChatGrammar:
+    """A chat's grammar from llama.cpp's chat layer (``pyllama.chat``): lazy, free text
+    until a trigger (patterns or token ids), or else taking the generation prompt the
+    template wrote first (``prefill``, as llama.cpp's common_sampler_init)."""
+
+    text: str
+    trigger_patterns: tuple[str, ...] = ()
+    trigger_tokens: tuple[int, ...] = ()
+    prefill: tuple[int, ...] = ()
+
+    @property
+    def lazy(self) -> bool:
+        return bool(self.trigger_patterns or self.trigger_tokens)
+
+
+def grammar_text(grammar: Any) -> Any:
+    """A LlamaGrammar's GBNF, GBNF text or a ChatGrammar as it is."""
+    if grammar is None or isinstance(grammar, (str, ChatGrammar)):
         return grammar
     text = getattr(grammar, "_grammar", None)
     if not isinstance(text, str):
@@ -78,7 +94,16 @@ def build_chain(
     if logit_bias:
         add(S.logit_bias(model.n_vocab, [(int(t), float(b)) for t, b in logit_bias.items()]))
     add(S.penalties(last_n, args.repeat_penalty, args.frequency_penalty, args.presence_penalty))
-    if grammar:
+    if isinstance(grammar, ChatGrammar):
+        if grammar.lazy:
+            add(S.grammar_lazy(model, grammar.text, trigger_patterns=list(grammar.trigger_patterns),
+                               trigger_tokens=list(grammar.trigger_tokens)))  # fmt: skip
+        else:
+            stage = S.grammar(model, grammar.text)
+            for t in grammar.prefill:
+                stage.accept(t)
+            add(stage)
+    elif grammar:
         try:
             if triggers:
                 add(S.grammar_lazy(model, grammar, trigger_patterns=triggers))

@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pyllama import _core
+from pyllama.chat import ChatTemplate
 from pyllama.engine import AsyncEngine, default_threads
 from pyllama.ftype import ftype_name
 from pyllama.llama.options import POOLING_TYPES as POOLING
@@ -47,14 +46,6 @@ log = logging.getLogger("pyllama.server")
 ENCODER_SLOTS = 32
 
 
-def template_kwargs(kwargs: Mapping[str, object]) -> dict[str, str]:
-    """--chat-template-kwargs as llama.cpp holds them (name -> JSON text), with
-    preserve_reasoning on unless set (--no-reasoning-preserve), as llama-server's flags."""
-    out = {k: orjson.dumps(v).decode() for k, v in kwargs.items()}
-    out.setdefault("preserve_reasoning", "true")
-    return out
-
-
 class ServerState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -65,7 +56,7 @@ class ServerState:
         self.speculative = False  # a draft model or n-gram drafters serve the slots
         self.eog_tokens: list[int] = []
         self.engine: AsyncEngine | None = None
-        self.chat: _core.ChatTemplates | None = None  # llama.cpp's chat layer
+        self.chat: ChatTemplate | None = None  # llama.cpp's chat layer
         self.model_path = ""
         self.model_name = ""  # llama-server's: the first --alias, else the model's source
         self.model_aliases: list[str] = []  # /v1/models "aliases"
@@ -210,23 +201,20 @@ class ServerState:
             log.info("warmed up the model with an empty run in %.0f ms", core.warmup_ms)
         # llama.cpp's chat layer, as llama-server sets it up: the template (the model's,
         # --chat-template's text or built-in name, else chatml) and the flags it reads
-        try:
-            self.chat = _core.ChatTemplates(
-                model,
-                s.chat_template or "",
-                use_jinja=s.jinja,
-                prefill_assistant=s.prefill_assistant,
-                reasoning_format=s.reasoning_format,
-                template_kwargs=template_kwargs(s.chat_template_kwargs),
-                allow_image=bool(projector and projector.vision),
-                allow_audio=bool(projector and projector.audio),
-                reasoning=s.reasoning,
-                reasoning_budget=s.reasoning_budget,
-                reasoning_budget_message=s.reasoning_budget_message,
-                force_pure_content=s.skip_chat_parsing,
-            )
-        except RuntimeError as e:
-            raise ValueError(f"chat template parsing error: {e}") from e
+        self.chat = ChatTemplate(
+            s.chat_template or "",
+            model=model,
+            use_jinja=s.jinja,
+            prefill_assistant=s.prefill_assistant,
+            reasoning_format=s.reasoning_format,
+            kwargs=s.chat_template_kwargs,
+            allow_image=bool(projector and projector.vision),
+            allow_audio=bool(projector and projector.audio),
+            reasoning=s.reasoning,
+            reasoning_budget=s.reasoning_budget,
+            reasoning_budget_message=s.reasoning_budget_message,
+            force_pure_content=s.skip_chat_parsing,
+        )
         if self._lora_scales is not None:
             core.set_lora_scales(self._lora_scales)
         self.model = model

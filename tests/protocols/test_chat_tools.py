@@ -3,23 +3,19 @@
 Tools go through llama.cpp's chat layer: SmolLM2's own template knows no tools, so, as
 llama-server, it renders none (and no grammar holds the reply); a tool-capable template
 (Qwen2.5's, whose calls are Hermes-style ``<tool_call>`` JSON, on the same ChatML model)
-gets the tools, the call grammar and the parser. Gemma 4's template is used where a call
-must come out: its required-call grammar leaves no room for text first, where most
-families' grammars let this small model ramble before a call it never makes (as on
-llama-server). Reasoning uses a Qwen3-style thinking template."""
+gets the tools, the call grammar and the parser (``tool_server``); Gemma 4's template is
+used where a call must come out (``call_server``, tests/conftest.py). Reasoning uses a
+Qwen3-style thinking template."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from helpers.servers import running_server
 from helpers.thinking import THOUGHT
 from helpers.tool_defs import TIME, WEATHER
 
@@ -27,24 +23,8 @@ ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 @pytest.fixture(scope="module")
-def tool_server(smollm_path: str, vendor_models: Path) -> Iterator[str]:
-    template = vendor_models / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
-    args = ["-m", smollm_path, "-t", "2", "-c", "4096", "-np", "2"]
-    with running_server(*args, "--chat-template-file", str(template)) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def gemma4_server(smollm_path: str, vendor_models: Path) -> Iterator[str]:
-    template = vendor_models / "templates" / "google-gemma-4-31B-it.jinja"
-    args = ["-m", smollm_path, "-t", "2", "-c", "4096", "-np", "2"]
-    with running_server(*args, "--chat-template-file", str(template)) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def client(gemma4_server: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gemma4_server + "/v1", api_key="unused", max_retries=0)
+def client(call_server: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=call_server + "/v1", api_key="unused", max_retries=0)
 
 
 def test_required_tool_call(client):

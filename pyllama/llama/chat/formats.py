@@ -3,18 +3,19 @@
 Precedence as llama-cpp-python: ``chat_handler``, then ``chat_format``, then the GGUF's
 ``tokenizer.chat_template``, then ``llama-2``. The named formats are llama-cpp-python's
 Python formatters; pyllama renders each with llama.cpp's built-in format of the same
-family (same roles and special tokens; whitespace may differ). Formats with no llama.cpp
-counterpart raise a ValueError naming them.
+family (same roles and special tokens; whitespace may differ), through llama.cpp's chat
+layer like every template. Formats with no llama.cpp counterpart raise a ValueError
+naming them (or take llama-cpp-python's own formatter, ``handlers``).
 """
 
 from __future__ import annotations
 
 from pyllama import _core
-from pyllama.chat import CHATML, ChatTemplate, make_template
+from pyllama.chat import ChatTemplate
 
 __all__ = ["FORMATS", "resolve_template"]
 
-# llama-cpp-python name -> llama.cpp built-in name (or "chatml": pyllama's Jinja ChatML)
+# llama-cpp-python name -> llama.cpp built-in name (its legacy formats, no Jinja)
 FORMATS = {
     "llama-2": "llama2-sys",
     "llama-3": "llama3",
@@ -30,23 +31,18 @@ FORMATS = {
 }
 
 
-def resolve_template(
-    model: _core.Model, chat_format: str | None, bos_token: str, eos_token: str
-) -> tuple[str, ChatTemplate]:
+def resolve_template(model: _core.Model, chat_format: str | None) -> tuple[str, ChatTemplate]:
     """(the resolved format name as ``Llama.chat_format``, its template)."""
     if chat_format is None:
-        source = model.chat_template()
-        if source:
-            return "chat_template.default", make_template(
-                source, bos_token=bos_token, eos_token=eos_token
-            )
+        if model.chat_template():
+            return "chat_template.default", ChatTemplate("", model=model)
         chat_format = "llama-2"
     if chat_format.startswith("chat_template."):
         name = chat_format.removeprefix("chat_template.")
         source = model.chat_template("" if name == "default" else name)
         if not source:
             raise ValueError(f"chat_format={chat_format!r}: the model has no such template")
-        return chat_format, make_template(source, bos_token=bos_token, eos_token=eos_token)
+        return chat_format, ChatTemplate(source, model=model)
     builtin = FORMATS.get(chat_format)
     if builtin is None:
         from pyllama.llama.chat import handlers
@@ -56,5 +52,4 @@ def resolve_template(
             f"chat_format={chat_format!r} is not available in pyllama; use one of "
             f"{', '.join(known)}, chat_template.default, or a chat_handler"
         )
-    source = CHATML if builtin == "chatml" else builtin
-    return chat_format, make_template(source, bos_token=bos_token, eos_token=eos_token)
+    return chat_format, ChatTemplate(builtin, model=model, use_jinja=False)

@@ -21,7 +21,7 @@ import os
 import threading
 from typing import Any
 
-from pyllama.chat import make_template
+from pyllama.chat import ChatTemplate
 
 __all__ = [
     "Gemma3ChatHandler",
@@ -91,11 +91,8 @@ class MTMDChatHandler:
                     verbose=self.verbose,
                 )
                 if self.CHAT_FORMAT is not None:
-                    self._engine._template = make_template(
-                        self.CHAT_FORMAT,
-                        bos_token=llama._special_text(llama.token_bos()),
-                        eos_token=llama._special_text(llama.token_eos()),
-                    )
+                    # the handler's Jinja format, rendered by llama.cpp like any template
+                    self._engine._template = ChatTemplate(self.CHAT_FORMAT, model=llama._model)
                 self._owner = llama
             return self._engine
 

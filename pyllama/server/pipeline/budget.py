@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pyllama import _core
+from pyllama.chat.prefill import prefill_tokens
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.settings import Settings
 
-__all__ = ["prefill_tokens", "reasoning_budget"]
+__all__ = ["reasoning_budget"]
 
 
 def reasoning_budget(
@@ -58,14 +59,3 @@ def reasoning_budget(
     rb.budget = budget
     rb.control = req.reasoning_control
     return rb
-
-
-def prefill_tokens(model: _core.Model, generation_prompt: str) -> list[int]:
-    """The generation prompt's tokens, as llama.cpp's common_sampler_init: a leading token
-    that is only a space some tokenizers add is left out."""
-    tokens = model.tokenize(generation_prompt, False, True)
-    if tokens and not generation_prompt[:1].isspace():
-        first = model.token_to_piece(tokens[0], True)
-        if first[:1].isspace():
-            tokens = tokens[1:]
-    return tokens

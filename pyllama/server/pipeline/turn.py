@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pyllama import _core
+from pyllama.chat.prefill import prefill_tokens
 from pyllama.engine import TaskStream
 from pyllama.sampling import grammar_for_response_format
 from pyllama.server.http.errors import APIError
@@ -24,7 +25,7 @@ from pyllama.server.http.wire import describe_validation
 from pyllama.server.media import content
 from pyllama.server.media import prompt as media_prompt
 from pyllama.server.pipeline import results, tasks
-from pyllama.server.pipeline.budget import prefill_tokens, reasoning_budget
+from pyllama.server.pipeline.budget import reasoning_budget
 from pyllama.server.pipeline.plan import ChatPlan, ToolCall, plan_chat
 from pyllama.server.pipeline.schemas import Sampling
 from pyllama.server.state import ServerState

@@ -358,7 +358,7 @@ async def props(request: Request) -> Response:
         "endpoint_metrics": s.metrics,
         "ui": s.webui,
         "ui_settings": s.ui_config or {},
-        "chat_template": chat.source(),
+        "chat_template": chat.source,
         "chat_template_caps": chat.caps,
         "bos_token": state.bos_text,
         "eos_token": state.eos_text,
@@ -369,8 +369,8 @@ async def props(request: Request) -> Response:
     ftype = state.info.get("ftype")
     if ftype is not None:
         out["model_ftype"] = ftype
-    if chat.source("tool_use"):
-        out["chat_template_tool_use"] = chat.source("tool_use")
+    if chat.tool_use_source:
+        out["chat_template_tool_use"] = chat.tool_use_source
     out.update(
         {
             # pyllama's: where the model runs (ggml devices, the CPU variant picked at import)

@@ -115,8 +115,13 @@ def with_images(text: str, images: list[Any] | None, i: int = 0) -> Any:
     return [*(image_part(img) for img in images), {"type": "text", "text": text}]
 
 
+ROLES = ("system", "user", "assistant", "tool")
+
+
 def message_in(m: Message, i: int) -> dict[str, Any]:
-    """One Ollama message as an OpenAI one."""
+    """One Ollama message as an OpenAI one; a role Ollama does not know is a 400."""
+    if m.role not in ROLES:
+        raise APIError(400, f"messages[{i}]: unknown role '{m.role}' (one of {', '.join(ROLES)})")
     out: dict[str, Any] = {"role": m.role, "content": with_images(m.content or "", m.images, i)}
     if m.thinking:
         out["reasoning_content"] = m.thinking

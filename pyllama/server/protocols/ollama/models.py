@@ -202,7 +202,7 @@ async def show(request: Request) -> Response:
         {
             "modelfile": modelfile,
             "parameters": params,
-            "template": state.chat.source(),
+            "template": state.chat.source,
             "license": model.metadata.get("general.license", ""),
             "details": _details(model),
             "model_info": _model_info(model),
