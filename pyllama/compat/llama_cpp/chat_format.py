@@ -10,8 +10,8 @@ takes: called as ``handler(llama=..., messages=..., **the chat call)``, it answe
 
 The multimodal handlers (``MTMDChatHandler``, ``Llava15ChatHandler``...) run in-process on
 llama.cpp's projector (``pyllama.llama.chat.multimodal``). Not here: the function-calling
-handlers (functionary, chatml-function-calling: pyllama's ``Llama`` does tools with the
-model's own template).
+handler functionary (pyllama's ``Llama`` does tools with the model's own template, through
+llama.cpp's chat layer); chatml-function-calling is in ``function_calling``.
 """
 
 from __future__ import annotations
@@ -522,3 +522,7 @@ def format_gemma(*, messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
     markers = {"user": "<start_of_turn>user\n", "assistant": "<start_of_turn>model\n"}
     items = [*turns(messages, markers), (markers["assistant"], None)]
     return _response(render("plain", "", items, "<end_of_turn>\n"), "<end_of_turn>\n")
+
+
+# llama-cpp-python's chatml-function-calling, registered by importing it
+from pyllama.compat.llama_cpp import function_calling as _function_calling  # noqa: E402, F401

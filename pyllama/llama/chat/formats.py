@@ -20,7 +20,6 @@ FORMATS = {
     "llama-2": "llama2-sys",
     "llama-3": "llama3",
     "chatml": "chatml",
-    "chatml-function-calling": "chatml",
     "qwen": "chatml",
     "mistral-instruct": "mistral-v1",
     "gemma": "gemma",
