@@ -7,12 +7,11 @@ whole, ``ChatPlan.deltas`` streamed: llama-server's ``task_result_state``). The 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-
-import orjson
 
 from pyllama import _core
 from pyllama.chat.template import ChatTemplate, ChatTemplateError
@@ -48,7 +47,7 @@ class ChatReader:
         self.whole: dict[str, Any] | None = None  # the whole answer's message, once finished
 
     def _update(self, text: str, partial: bool) -> list[dict[str, Any]]:
-        out = orjson.loads(self._reader.update(text, partial))
+        out = json.loads(self._reader.update(text, partial))
         self.message = out["message"]
         self.whole = out.get("whole")
         if out["unparsed"]:
@@ -122,7 +121,7 @@ def plan_chat(
     choice, tools = named_tool_choice(body.get("tool_choice"), body.get("tools"))
     body = {**body, **({"tool_choice": choice, "tools": tools} if choice is not None else {})}
     params_json = template.params(body)
-    params = orjson.loads(params_json)
+    params = json.loads(params_json)
     prompt: str = params["prompt"]
     try:
         preserved, patterns, trigger_tokens = _core.chat_sampling(model, params_json)

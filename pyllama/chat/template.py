@@ -5,10 +5,9 @@ untrusted: no Python code runs while one renders, and the render holds no Python
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import orjson
 
 from pyllama import _core
 
@@ -23,7 +22,7 @@ class ChatTemplateError(ValueError):
 def template_kwargs(kwargs: Mapping[str, object] | None) -> dict[str, str]:
     """Template variables as llama.cpp holds them (name -> JSON text), with
     preserve_reasoning on unless set (llama-server's --reasoning-preserve default)."""
-    out = {k: orjson.dumps(v).decode() for k, v in (kwargs or {}).items()}
+    out = {k: json.dumps(v) for k, v in (kwargs or {}).items()}
     out.setdefault("preserve_reasoning", "true")
     return out
 
@@ -97,7 +96,7 @@ class ChatTemplate:
         ChatTemplateError for what llama-server refuses (its 400s, and a template that
         raises, its 500s)."""
         try:
-            return self.core.chat_params(orjson.dumps(body).decode())
+            return self.core.chat_params(json.dumps(body, ensure_ascii=False))
         except (ValueError, TypeError, RuntimeError) as e:
             raise ChatTemplateError(str(e)) from e
 
@@ -117,4 +116,4 @@ class ChatTemplate:
             body["add_generation_prompt"] = False
         if kwargs:
             body["chat_template_kwargs"] = kwargs
-        return str(orjson.loads(self.params(body))["prompt"])
+        return str(json.loads(self.params(body))["prompt"])

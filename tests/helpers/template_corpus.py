@@ -277,9 +277,11 @@ CASES = [*(f"render_{k}" for k in RENDERS), *CHATS]
 
 def ask(url: str) -> dict[str, Any]:
     """Every case's reduced answer from the server at ``url``; a server that went away
-    (llama-server aborts on some templates) answers ``{"unreachable": True}``."""
+    (llama-server aborts on some templates) answers ``{"unreachable": True}``. One
+    connection a request: cpp-httplib closes a kept-alive connection after a few requests,
+    and a request sent on it as it closes would count as an answer llama-server never gave."""
     out: dict[str, Any] = {}
-    with httpx.Client(base_url=url, timeout=120) as c:
+    with httpx.Client(base_url=url, timeout=120, headers={"Connection": "close"}) as c:
 
         def post(path: str, body: Any, reduce: Callable[[httpx.Response], Any]) -> Any:
             try:
@@ -303,7 +305,7 @@ def ask(url: str) -> dict[str, Any]:
 def ollama_matches_openai(url: str) -> tuple[Any, Any]:
     """(Ollama /api/chat's message, the same server's OpenAI message) for tools, auto:
     content, thinking and calls (arguments as objects)."""
-    with httpx.Client(base_url=url, timeout=120) as c:
+    with httpx.Client(base_url=url, timeout=120, headers={"Connection": "close"}) as c:
         o = c.post(
             "/api/chat",
             json={
@@ -376,7 +378,6 @@ def both_servers(
 ) -> Iterator[tuple[str, str]]:
     """pyllama-server (``ours_cmd``) and llama-server (``peer``) on ``template``, started
     together, yielded as URLs once both are healthy."""
-    sys.path.insert(0, str(Path(__file__).parent.parent))
     from helpers.servers import start_process, stop_process, wait_healthy
 
     args = ["-m", model, "--chat-template-file", str(template), *FLAGS]
@@ -419,4 +420,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: helpers, fixtures
     main()

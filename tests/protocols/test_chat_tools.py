@@ -149,7 +149,7 @@ def test_tool_choice_none_gives_plain_text(client):
     [
         ({"tool_choice": "sometimes"}, "tool_choice"),
         ({"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "nope"),
-        ({"grammar": "root ::= \"x\""}, "grammar"),
+        ({"grammar": 'root ::= "x"'}, "grammar"),
         ({"tools": [{"type": "function", "function": {"description": "no name"}}]}, "name"),
     ],
 )

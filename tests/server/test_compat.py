@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pyllama.chat import BuiltinTemplate, ChatTemplate, make_template
+from pyllama.chat import ChatTemplate
 
 http = httpx.Client(timeout=120)  # generous: the machine may be busy with other tests
 
@@ -47,20 +47,19 @@ def test_builtin_chat_formats_by_name():
         {"role": "system", "content": "You are a test."},
         {"role": "user", "content": "Hi there"},
     ]
-    t = make_template("command-r")
-    assert isinstance(t, BuiltinTemplate)
+    t = ChatTemplate("command-r", use_jinja=False)  # llama.cpp's legacy formats (--no-jinja)
     assert t.render(msgs) == (
         "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test.<|END_OF_TURN_TOKEN|>"
         "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi there<|END_OF_TURN_TOKEN|>"
         "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
     )
     assert (
-        make_template("llama3")
+        ChatTemplate("llama3", use_jinja=False)
         .render(msgs[1:], add_generation_prompt=False)
         .endswith("<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>")
     )
-    chatml = make_template("chatml")  # the Jinja ChatML, as llama-server
-    assert type(chatml) is ChatTemplate and "<|im_start|>user\nHi there" in chatml.render(msgs)
+    chatml = ChatTemplate("chatml")  # with Jinja: llama.cpp's Jinja ChatML, as llama-server
+    assert "<|im_start|>user\nHi there" in chatml.render(msgs)
 
 
 def test_ignore_eos_bans_end_of_generation_tokens(server):

@@ -1,7 +1,7 @@
 """``--reasoning auto`` (the default) gives a chat template ``enable_thinking`` as
-llama-server does: true only when the template supports thinking (llama.cpp's detection,
-``pipeline.thinking``), where pyllama used to pass true to every template. ``--reasoning on``
-passes true whatever the template. Each server runs beside the peer llama-server started the
+llama-server does: true only when the template supports thinking (llama.cpp's own
+detection, ``common_chat_templates_support_enable_thinking``, bound), where pyllama used to
+pass true to every template. ``--reasoning on`` as llama-server. Each server runs beside the peer llama-server started the
 same way: the rendered prompt and the greedy reply are the peer's."""
 
 from __future__ import annotations
