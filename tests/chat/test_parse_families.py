@@ -1,6 +1,6 @@
 """Model output parsed through the binding, for every chat family llama.cpp's chat layer knows.
 
-Each case (parse_cases.py) is one of llama.cpp's own tests/test-chat.cpp parser cases: a template
+Each case (tests/helpers/chat_parse_cases.py) is one of llama.cpp's own tests/test-chat.cpp parser cases: a template
 from vendor/llama.cpp/models/templates, the request options the C++ test sets, the model output
 text, and the message that output must give (content, reasoning_content, tool calls). The request
 goes through ``_core.ChatTemplates.chat_params`` as an OpenAI chat body (llama-server's
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from parse_cases import CASES, MESSAGE_USER, TOOLS, Case
 
 from pyllama import _core
+
+from helpers.chat_parse_cases import CASES, MESSAGE_USER, TOOLS, Case
 
 _ids: dict[str, int] = {}
 

@@ -66,10 +66,17 @@ def test_the_sdist_carries_the_pruned_llama_cpp_sources(sdist: Path):
         "common/json-schema-to-grammar.cpp",
         "include/llama.h",
         "tools/mtmd/CMakeLists.txt",
+        # llama-server's chat request side, compiled into _core (pyllama-server-chat)
+        "tools/server/server-common.cpp",
+        "tools/server/server-chat.cpp",
+        "tools/server/server-task.cpp",
     ):
         assert vendor + needed in names, needed
-    for pruned in ("models/", "tests/", "docs/", "examples/", "tools/server/", "tools/ui/"):
+    for pruned in ("models/", "tests/", "docs/", "examples/", "tools/ui/"):
         assert not any(n.startswith(vendor + pruned) for n in names), pruned
+    # of the server only its sources: not its tests, web UI or bench
+    server = [n for n in names if n.startswith(vendor + "tools/server/")]
+    assert all(n.rsplit("/", 1)[1].startswith("server-") for n in server), server
     assert sdist.stat().st_size < 20 << 20
 
 
