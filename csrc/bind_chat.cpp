@@ -61,6 +61,9 @@ void register_chat(py::module_ & m) {
              "llama-server's oaicompat_chat_params_parse: an OpenAI chat body (JSON text) to its task "
              "parameters (JSON text). ValueError for bad input, RuntimeError when the template fails.");
 
+    m.def("chat_media_marker", &chat_media_marker,
+          "llama-server's media marker, random per process ('<__media_...__>'; LLAMA_MEDIA_MARKER "
+          "pins it): what a media_marker part of a chat renders as.");
     m.def("chat_anthropic_to_openai", &anthropic_to_openai, py::arg("body"), py::call_guard<py::gil_scoped_release>(),
           "llama-server's Anthropic Messages body to an OpenAI chat body (JSON text both ways).");
     m.def("chat_responses_to_openai", &responses_to_openai, py::arg("body"), py::call_guard<py::gil_scoped_release>(),

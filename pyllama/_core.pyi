@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Batch', 'ChatReader', 'ChatTemplates', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'NgramMap', 'NgramSpec', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_info', 'build_sampler_chain', 'chat_anthropic_to_openai', 'chat_apply_builtin', 'chat_builtin_templates', 'chat_responses_to_openai', 'chat_sampling', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
+__all__: list[str] = ['Batch', 'ChatReader', 'ChatTemplates', 'Context', 'ContextSizeError', 'CpuParams', 'DEFAULT_SEED', 'Engine', 'Event', 'LlamaError', 'LoraAdapter', 'MediaChunk', 'MediaError', 'MediaPrompt', 'Model', 'NgramMap', 'NgramSpec', 'OverloadedError', 'Projector', 'ReasoningBudget', 'Sampler', 'SamplingParams', 'TaskKind', 'TaskParams', 'TextStream', 'backends', 'buffer_type_names', 'build_info', 'build_sampler_chain', 'chat_anthropic_to_openai', 'chat_apply_builtin', 'chat_builtin_templates', 'chat_media_marker', 'chat_responses_to_openai', 'chat_sampling', 'default_media_marker', 'devices', 'fit_params', 'get_log_level', 'json_schema_to_grammar', 'load_plugin', 'max_devices', 'module_dir', 'numa_init', 'projector_caps', 'rpc_add_server', 'rpc_serve', 'set_log_file', 'set_log_level', 'set_process_priority', 'supports_gpu_offload', 'supports_mlock', 'supports_mmap', 'system_info', 'time_us']
 class LlamaError(RuntimeError):
     pass
 class CpuParams:
@@ -1297,6 +1297,10 @@ def chat_apply_builtin(template: str, messages: collections.abc.Sequence[tuple[s
     """
 def chat_builtin_templates() -> list[str]:
     ...
+def chat_media_marker() -> str:
+    """
+    llama-server's media marker, random per process ('<__media_...__>'; LLAMA_MEDIA_MARKER pins it): what a media_marker part of a chat renders as.
+    """
 def chat_responses_to_openai(body: str) -> str:
     """
     llama-server's OpenAI Responses body to an OpenAI chat body (JSON text both ways).

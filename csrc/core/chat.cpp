@@ -27,7 +27,35 @@ json parse_json(const std::string & text, const char * what) {
     }
 }
 
+// pyllama loads media itself (pyllama/server/media: URLs, video frames, its own checks) and
+// hands the chat layer media_marker parts; llama-server's request parse takes media parts
+// only as files it loads. Each marker part goes in as a placeholder image part (a one-byte
+// base64 image, decoded and dropped) that the parse turns back into a media_marker part with
+// get_media_marker(), the marker pyllama's media pipeline uses (chat_media_marker). Any other
+// media part is refused: nothing is fetched or read from here.
+void media_markers_as_placeholders(json & body) {
+    if (!body.contains("messages") || !body.at("messages").is_array()) return;
+    for (auto & msg : body.at("messages")) {
+        if (!msg.is_object() || !msg.contains("content") || !msg.at("content").is_array()) continue;
+        for (auto & part : msg.at("content")) {
+            if (!part.is_object() || !part.contains("type") || !part.at("type").is_string()) continue;
+            const std::string type = part.at("type").get<std::string>();
+            if (type == "media_marker") {
+                json image = json::object();
+                image["url"] = "data:image/png;base64,AA==";
+                part["type"] = "image_url";
+                part["image_url"] = image;
+                part.erase("text");
+            } else if (type == "image_url" || type == "input_audio" || type == "input_video" || type == "video_url") {
+                throw std::invalid_argument("media parts are loaded before the chat layer (pyllama's media pipeline)");
+            }
+        }
+    }
+}
+
 }  // namespace
+
+std::string chat_media_marker() { return get_media_marker(); }
 
 struct ChatTemplates::Impl {
     server_chat_params params;
@@ -48,9 +76,9 @@ ChatTemplates::ChatTemplates(const llama_model * model, const std::string & over
     p.reasoning_format = common_reasoning_format_from_name(opt.reasoning_format);
     p.chat_template_kwargs = opt.template_kwargs;
     p.tmpls = std::move(tmpls);
-    p.allow_image = opt.allow_image;
-    p.allow_audio = opt.allow_audio;
-    p.allow_video = opt.allow_video;
+    // media arrive as placeholders for markers pyllama placed (media_markers_as_placeholders):
+    // which modalities the model takes was checked where they were loaded
+    p.allow_image = p.allow_audio = p.allow_video = true;
     p.enable_thinking = enable_thinking;
     p.reasoning_budget = opt.reasoning_budget;
     p.reasoning_budget_message = opt.reasoning_budget_message;
@@ -79,9 +107,10 @@ std::string ChatTemplates::example() const {
 
 std::string ChatTemplates::chat_params(const std::string & body_json) const {
     json body = parse_json(body_json, "the request");
-    std::vector<raw_buffer> files;  // media arrive as media_marker parts: none are loaded here
+    std::vector<raw_buffer> files;  // the placeholders' bytes, dropped
     json out;
     try {
+        media_markers_as_placeholders(body);
         out = oaicompat_chat_params_parse(body, impl_->params, files);
     } catch (const common_json_error & e) {
         // a field of the wrong JSON type: llama-server answers these 400 too

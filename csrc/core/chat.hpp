@@ -64,6 +64,10 @@ private:
     ChatOptions opt_;
 };
 
+// llama-server's media marker (random per process, LLAMA_MEDIA_MARKER pins it): the text a
+// media_marker part renders as.
+std::string chat_media_marker();
+
 // llama-server's request conversions to an OpenAI chat body (JSON in, JSON out).
 std::string anthropic_to_openai(const std::string & body_json);
 std::string responses_to_openai(const std::string & body_json);

@@ -9,13 +9,11 @@ Every protocol translates its own media parts to these OpenAI ones first (Anthro
 
 from __future__ import annotations
 
-import os
-import secrets
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyllama import _core
 from pyllama.server.http.errors import APIError
 from pyllama.server.media import sniff, sources, video
 
@@ -33,14 +31,11 @@ MEDIA_PARTS = ("image_url", "input_audio", "input_video", "video_url")
 
 
 def media_marker() -> str:
-    """The text that stands for a medium in prompts, as llama-server picks it: random per
-    server process (``<__media_XXXX__>``, 32 letters and digits), so that text a client
-    sends can never pose as one; ``LLAMA_MEDIA_MARKER`` pins it. /props reports it."""
-    pinned = os.environ.get("LLAMA_MEDIA_MARKER")
-    if pinned:
-        return pinned
-    alphabet = string.digits + string.ascii_uppercase + string.ascii_lowercase
-    return "<__media_" + "".join(secrets.choice(alphabet) for _ in range(32)) + "__>"
+    """The text that stands for a medium in prompts: llama-server's own (random per server
+    process, ``<__media_XXXX__>``, so that text a client sends can never pose as one;
+    ``LLAMA_MEDIA_MARKER`` pins it), the marker llama.cpp's chat layer renders a
+    media_marker part as. /props reports it."""
+    return _core.chat_media_marker()
 
 
 @dataclass(frozen=True)

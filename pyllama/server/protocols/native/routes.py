@@ -16,6 +16,7 @@ from pyllama.sampling import make_sampling_params
 from pyllama.server.http.errors import APIError
 from pyllama.server.http.wire import AnyObject, json_response, parse, sse
 from pyllama.server.media import prompt as media_prompt
+from pyllama.server.media.content import take_media
 from pyllama.server.ops.metrics import render as render_metrics
 from pyllama.server.pipeline import results, tasks
 from pyllama.server.pipeline.plan import plan_chat
@@ -293,10 +294,13 @@ async def apply_template(request: Request) -> Response:
     """llama-server's: the chat body through its request parse, the prompt alone back."""
     state = _state(request)
     req = await parse(request, TemplateRequest)
+    state.require()
+    # media loaded as a chat's are (llama-server loads them for /apply-template too)
+    messages, _ = await take_media(req.messages, state.media_rules())
     plan = await asyncio.to_thread(  # off the event loop, as every chat's plan
         plan_chat,
         state,
-        req.messages,
+        messages,
         tools=req.tools,
         tool_choice=req.tool_choice,
         add_generation_prompt=req.add_generation_prompt,
