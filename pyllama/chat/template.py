@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyllama import _core
+from pyllama.chat.bounded import BoundedRenders, bounds_renders
 
 __all__ = ["ChatTemplate", "ChatTemplateError", "template_kwargs"]
 
@@ -19,11 +20,14 @@ class ChatTemplateError(ValueError):
     message llama.cpp cannot read)."""
 
 
-def template_kwargs(kwargs: Mapping[str, object] | None) -> dict[str, str]:
-    """Template variables as llama.cpp holds them (name -> JSON text), with
-    preserve_reasoning on unless set (llama-server's --reasoning-preserve default)."""
+def template_kwargs(kwargs: Mapping[str, object] | None, reasoning: str = "auto") -> dict[str, str]:
+    """Template variables as llama.cpp holds them (name -> JSON text), as llama-server's
+    flags set them: preserve_reasoning on unless set (--reasoning-preserve's default), and
+    ``--reasoning on``/``off`` as enable_thinking true/false."""
     out = {k: json.dumps(v) for k, v in (kwargs or {}).items()}
     out.setdefault("preserve_reasoning", "true")
+    if reasoning in ("on", "off"):
+        out.setdefault("enable_thinking", "true" if reasoning == "on" else "false")
     return out
 
 
@@ -51,27 +55,38 @@ class ChatTemplate:
         reasoning_budget: int = -1,
         reasoning_budget_message: str = "",
         force_pure_content: bool = False,
+        bounded_model_path: str | None = None,
     ) -> None:
         if not isinstance(source, str):
             raise ChatTemplateError("a chat template is a string")
         self.reasoning_format = reasoning_format
+        options: dict[str, Any] = {
+            "use_jinja": use_jinja,
+            "prefill_assistant": prefill_assistant,
+            "reasoning_format": reasoning_format,
+            "template_kwargs": template_kwargs(kwargs, reasoning),
+            "allow_image": allow_image,
+            "allow_audio": allow_audio,
+            "reasoning": reasoning,
+            "reasoning_budget": reasoning_budget,
+            "reasoning_budget_message": reasoning_budget_message,
+            "force_pure_content": force_pure_content,
+        }
         try:
-            self.core = _core.ChatTemplates(
-                model,
-                source,
-                use_jinja=use_jinja,
-                prefill_assistant=prefill_assistant,
-                reasoning_format=reasoning_format,
-                template_kwargs=template_kwargs(kwargs),
-                allow_image=allow_image,
-                allow_audio=allow_audio,
-                reasoning=reasoning,
-                reasoning_budget=reasoning_budget,
-                reasoning_budget_message=reasoning_budget_message,
-                force_pure_content=force_pure_content,
-            )
+            self.core = _core.ChatTemplates(model, source, **options)
         except (RuntimeError, ValueError) as e:
             raise ChatTemplateError(f"chat template parsing error: {e}") from e
+        # renders of an untrusted template in bounded worker processes (the server's); the
+        # model file's vocabulary gives them its BOS/EOS texts and template variants
+        self._bounded: BoundedRenders | None = None
+        if bounded_model_path is not None and bounds_renders():
+            self._bounded = BoundedRenders(bounded_model_path, source, options)
+
+    def close(self) -> None:
+        """Stop the bounded render workers, if any."""
+        if self._bounded is not None:
+            self._bounded.close()
+            self._bounded = None
 
     @property
     def source(self) -> str:
@@ -96,9 +111,18 @@ class ChatTemplate:
         ChatTemplateError for what llama-server refuses (its 400s, and a template that
         raises, its 500s)."""
         try:
-            return self.core.chat_params(json.dumps(body, ensure_ascii=False))
+            text = json.dumps(body, ensure_ascii=False)
+            if self._bounded is not None:
+                return self._bounded.params(text)
+            return self.core.chat_params(text)
+        except (TimeoutError, MemoryError) as e:  # past a bound (BoundedRenders)
+            raise ChatTemplateError(f"chat template: {e}") from e
         except (ValueError, TypeError, RuntimeError) as e:
-            raise ChatTemplateError(str(e)) from e
+            # llama.cpp's Jinja engine reports where a render failed ("While executing ...")
+            text = str(e)
+            raise ChatTemplateError(
+                f"chat template raised: {text}" if "While executing" in text else text
+            ) from e
 
     def render(
         self,

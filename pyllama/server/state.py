@@ -201,6 +201,8 @@ class ServerState:
             log.info("warmed up the model with an empty run in %.0f ms", core.warmup_ms)
         # llama.cpp's chat layer, as llama-server sets it up: the template (the model's,
         # --chat-template's text or built-in name, else chatml) and the flags it reads
+        if self.chat is not None:  # woken from sleep: the last one's render workers go
+            self.chat.close()
         self.chat = ChatTemplate(
             s.chat_template or "",
             model=model,
@@ -214,6 +216,7 @@ class ServerState:
             reasoning_budget=s.reasoning_budget,
             reasoning_budget_message=s.reasoning_budget_message,
             force_pure_content=s.skip_chat_parsing,
+            bounded_model_path=path,  # untrusted templates: renders bounded (RELIABILITY 19)
         )
         if self._lora_scales is not None:
             core.set_lora_scales(self._lora_scales)
@@ -375,6 +378,8 @@ class ServerState:
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+        if self.chat is not None:
+            self.chat.close()
 
     # ------------------------------------------------------------------- access
     def require(self) -> tuple[_core.Model, AsyncEngine]:

@@ -16,6 +16,17 @@ from pyllama.server.state import ServerState
 
 __all__ = ["ChatPlan", "ChatReader", "ToolCall", "plan_chat"]
 
+# OpenAI's roles; llama.cpp renders any string, but a role the API does not know is the
+# client's mistake (RELIABILITY: a 400 naming it, where llama-server answers 200)
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def _check_roles(messages: Any) -> None:
+    for i, m in enumerate(messages if isinstance(messages, list) else []):
+        role = m.get("role") if isinstance(m, Mapping) else None
+        if isinstance(role, str) and role not in ROLES:
+            raise APIError(400, f"messages[{i}]: role '{role}' is not one of {', '.join(ROLES)}")
+
 
 def plan_chat(
     state: ServerState,
@@ -39,6 +50,7 @@ def plan_chat(
     parts in the messages) the tokens are left to the projector (``turn.plan_call``)."""
     model, _ = state.require()
     assert state.chat is not None
+    _check_roles(messages)
     body: dict[str, Any] = {"messages": messages}
     for key, value in (
         ("tools", tools),

@@ -1,0 +1,131 @@
+"""Renders of an untrusted template bounded in time and memory (RELIABILITY 18-19).
+
+llama.cpp's Jinja engine has no bound of its own: a template that loops for ever or builds a
+huge string would hold its thread, or the whole process's memory. ``BoundedRenders`` runs
+``ChatTemplates.chat_params`` in worker processes, each holding the same template (the
+model's vocabulary loaded alone, for its BOS/EOS texts and tool-use variant) under an
+address-space limit; a render past ``max_seconds`` kills its worker (a fresh one replaces
+it), and one that runs out of its memory fails there. The request gets a 400 naming the
+bound; other requests, on the other workers, do not notice. Processes, limits and their
+absence (Windows: renders stay in-process, unbounded) are this module's concern alone.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import threading
+from typing import Any
+
+__all__ = ["BoundedRenders", "bounds_renders"]
+
+MAX_SECONDS = 1.0  # real templates render in milliseconds
+MAX_BYTES = 2 << 30  # a worker's address space beyond what it holds at start
+
+
+def bounds_renders() -> bool:
+    """Whether renders can be bounded here: worker processes with an address-space limit
+    (POSIX; on Windows they stay in-process)."""
+    return os.name == "posix"
+
+
+def _worker(conn: Any, model_path: str, source: str, options: dict[str, Any]) -> None:
+    import resource
+
+    from pyllama import _core
+
+    model = _core.Model(model_path, vocab_only=True) if model_path else None
+    templates = _core.ChatTemplates(model, source, **options)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        held = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = held + MAX_BYTES
+    if hard == resource.RLIM_INFINITY or limit < hard:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    conn.send(("ready", ""))
+    while True:
+        try:
+            body = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(("ok", templates.chat_params(body)))
+        except MemoryError:
+            conn.send(("memory", ""))
+        except ValueError as e:
+            conn.send(("value", str(e)))
+        except RuntimeError as e:  # std::bad_alloc arrives as MemoryError or RuntimeError
+            kind = "memory" if "bad_alloc" in str(e) or "bad alloc" in str(e) else "runtime"
+            conn.send((kind, str(e)))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, args: tuple[Any, ...]) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, *args), daemon=True)
+        self.proc.start()
+        child.close()
+        if not self.conn.poll(120) or self.conn.recv()[0] != "ready":
+            self.close()
+            raise RuntimeError("the chat template's render worker did not start")
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+
+class BoundedRenders:
+    """``params(body_json) -> str`` as ``_core.ChatTemplates.chat_params``, bounded.
+    ValueError / RuntimeError as the in-process call raises them; TimeoutError and
+    MemoryError for a render past a bound."""
+
+    def __init__(
+        self, model_path: str, source: str, options: dict[str, Any], workers: int = 2
+    ) -> None:
+        self._ctx = mp.get_context("spawn")  # no copy of the server's threads or model
+        self._args = (model_path, source, options)
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._lock = threading.Lock()
+        self._all: list[_Worker] = []
+        for _ in range(workers):
+            self._add()
+
+    def _add(self) -> None:
+        w = _Worker(self._ctx, self._args)
+        with self._lock:
+            self._all.append(w)
+        self._idle.put(w)
+
+    def _drop(self, w: _Worker) -> None:
+        w.close()
+        with self._lock:
+            self._all.remove(w)
+
+    def params(self, body: str, max_seconds: float = MAX_SECONDS) -> str:
+        w = self._idle.get()
+        try:
+            w.conn.send(body)
+            ready = w.conn.poll(max_seconds)
+            kind, text = w.conn.recv() if ready else ("timeout", "")
+        except (OSError, EOFError):
+            kind, text = "memory", ""  # the worker died (killed by the kernel at its limit)
+        if kind in ("timeout", "memory"):
+            self._drop(w)
+            self._add()
+            if kind == "timeout":
+                raise TimeoutError(f"chat template render took longer than {max_seconds:g} s")
+            raise MemoryError("chat template render exceeds its memory bound")
+        self._idle.put(w)
+        if kind == "value":
+            raise ValueError(text)
+        if kind == "runtime":
+            raise RuntimeError(text)
+        return text
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for w in workers:
+            w.close()
