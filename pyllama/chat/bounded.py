@@ -30,9 +30,12 @@ def bounds_renders() -> bool:
     return os.name == "posix"
 
 
-def _worker(conn: Any, model_path: str, source: str, options: dict[str, Any]) -> None:
+def _worker(conn: Any, marker: str, model_path: str, source: str, options: dict[str, Any]) -> None:
     import resource
 
+    # the parent's media marker (llama-server's, random per process): the renders here
+    # must write the marker the parent's projector looks for
+    os.environ["LLAMA_MEDIA_MARKER"] = marker
     from pyllama import _core
 
     model = _core.Model(model_path, vocab_only=True) if model_path else None
@@ -84,8 +87,10 @@ class BoundedRenders:
     def __init__(
         self, model_path: str, source: str, options: dict[str, Any], workers: int = 2
     ) -> None:
+        from pyllama import _core
+
         self._ctx = mp.get_context("spawn")  # no copy of the server's threads or model
-        self._args = (model_path, source, options)
+        self._args = (_core.chat_media_marker(), model_path, source, options)
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._lock = threading.Lock()
         self._all: list[_Worker] = []
