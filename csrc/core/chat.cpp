@@ -35,9 +35,13 @@ json parse_json(const std::string & text, const char * what) {
 // media part is refused: nothing is fetched or read from here.
 void media_markers_as_placeholders(json & body) {
     if (!body.contains("messages") || !body.at("messages").is_array()) return;
+    size_t i = 0;
     for (auto & msg : body.at("messages")) {
+        const size_t mi = i++;
         if (!msg.is_object() || !msg.contains("content") || !msg.at("content").is_array()) continue;
+        size_t j = 0;
         for (auto & part : msg.at("content")) {
+            const size_t pj = j++;
             if (!part.is_object() || !part.contains("type") || !part.at("type").is_string()) continue;
             const std::string type = part.at("type").get<std::string>();
             if (type == "media_marker") {
@@ -47,7 +51,8 @@ void media_markers_as_placeholders(json & body) {
                 part["image_url"] = image;
                 part.erase("text");
             } else if (type == "image_url" || type == "input_audio" || type == "input_video" || type == "video_url") {
-                throw std::invalid_argument("media parts are loaded before the chat layer (pyllama's media pipeline)");
+                throw std::invalid_argument("messages[" + std::to_string(mi) + "].content[" + std::to_string(pj) +
+                                            "]: a " + type + " part needs a multimodal projector");
             }
         }
     }

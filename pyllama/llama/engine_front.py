@@ -114,7 +114,13 @@ class EngineLlama(ModelInfo):
         self._n_ctx = n_ctx
         self.n_batch = min(n_batch, n_ctx * n_parallel)
         self._projector = (
-            _core.Projector(self._model, clip_model_path, n_threads=self.n_threads)
+            # its marker is the one llama.cpp's chat layer renders media parts as
+            _core.Projector(
+                self._model,
+                clip_model_path,
+                n_threads=self.n_threads,
+                marker=_core.chat_media_marker(),
+            )
             if clip_model_path
             else None
         )
