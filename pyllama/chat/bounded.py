@@ -69,6 +69,8 @@ class _Worker:
         self.proc = ctx.Process(target=_worker, args=(child, *args), daemon=True)
         self.proc.start()
         child.close()
+
+    def wait_ready(self) -> None:
         if not self.conn.poll(120) or self.conn.recv()[0] != "ready":
             self.close()
             raise RuntimeError("the chat template's render worker did not start")
@@ -94,11 +96,15 @@ class BoundedRenders:
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._lock = threading.Lock()
         self._all: list[_Worker] = []
-        for _ in range(workers):
-            self._add()
+        started = [_Worker(self._ctx, self._args) for _ in range(workers)]  # start together
+        for w in started:
+            w.wait_ready()
+            self._all.append(w)
+            self._idle.put(w)
 
     def _add(self) -> None:
         w = _Worker(self._ctx, self._args)
+        w.wait_ready()
         with self._lock:
             self._all.append(w)
         self._idle.put(w)
