@@ -12,9 +12,12 @@ absence (Windows: renders stay in-process, unbounded) are this module's concern 
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
 import os
 import queue
+import select
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -30,7 +33,8 @@ def bounds_renders() -> bool:
     return os.name == "posix"
 
 
-def _worker(conn: Any, marker: str, model_path: str, source: str, options: dict[str, Any]) -> None:
+def _serve(marker: str, model_path: str, source: str, options: dict[str, Any]) -> None:
+    """The worker's loop: one JSON request line in, one JSON answer line out."""
     import resource
 
     # the parent's media marker (llama-server's, random per process): the renders here
@@ -46,39 +50,64 @@ def _worker(conn: Any, marker: str, model_path: str, source: str, options: dict[
     limit = held + MAX_BYTES
     if hard == resource.RLIM_INFINITY or limit < hard:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    conn.send(("ready", ""))
-    while True:
+
+    def send(kind: str, text: str) -> None:
+        sys.stdout.write(json.dumps([kind, text]) + "\n")
+        sys.stdout.flush()
+
+    send("ready", "")
+    for line in sys.stdin:  # ends when the parent's end of the pipe closes
         try:
-            body = conn.recv()
-        except EOFError:
-            return
-        try:
-            conn.send(("ok", templates.chat_params(body)))
+            send("ok", templates.chat_params(json.loads(line)))
         except MemoryError:
-            conn.send(("memory", ""))
+            send("memory", "")
         except ValueError as e:
-            conn.send(("value", str(e)))
-        except RuntimeError as e:  # std::bad_alloc arrives as MemoryError or RuntimeError
-            kind = "memory" if "bad_alloc" in str(e) or "bad alloc" in str(e) else "runtime"
-            conn.send((kind, str(e)))
+            send("value", str(e))
+        except RuntimeError as e:  # std::bad_alloc may arrive as a RuntimeError
+            send("memory" if "bad_alloc" in str(e) or "bad alloc" in str(e) else "runtime", str(e))
 
 
 class _Worker:
-    def __init__(self, ctx: Any, args: tuple[Any, ...]) -> None:
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, *args), daemon=True)
-        self.proc.start()
-        child.close()
+    """One render process: a plain child (no multiprocessing: its resource tracker would
+    inherit the server's stderr, which a router watches to learn that its child died),
+    its stderr discarded, requests and answers as JSON lines over its stdin and stdout."""
+
+    def __init__(self, args: tuple[Any, ...]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys, json; from pyllama.chat.bounded import _serve; "
+             "_serve(*json.loads(sys.argv[1]))", json.dumps(list(args))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, close_fds=True,
+        )  # fmt: skip
+
+    def answer(self, timeout: float) -> tuple[str, str] | None:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise EOFError("the render worker ended")
+        kind, text = json.loads(line)
+        return kind, text
 
     def wait_ready(self) -> None:
-        if not self.conn.poll(120) or self.conn.recv()[0] != "ready":
+        got = self.answer(120)
+        if got is None or got[0] != "ready":
             self.close()
             raise RuntimeError("the chat template's render worker did not start")
 
+    def send(self, body: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(body) + "\n")
+        self.proc.stdin.flush()
+
     def close(self) -> None:
         self.proc.kill()
-        self.proc.join(5)
-        self.conn.close()
+        self.proc.wait(5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
 
 
 class BoundedRenders:
@@ -91,19 +120,18 @@ class BoundedRenders:
     ) -> None:
         from pyllama import _core
 
-        self._ctx = mp.get_context("spawn")  # no copy of the server's threads or model
         self._args = (_core.chat_media_marker(), model_path, source, options)
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._lock = threading.Lock()
         self._all: list[_Worker] = []
-        started = [_Worker(self._ctx, self._args) for _ in range(workers)]  # start together
+        started = [_Worker(self._args) for _ in range(workers)]  # start together
         for w in started:
             w.wait_ready()
             self._all.append(w)
             self._idle.put(w)
 
     def _add(self) -> None:
-        w = _Worker(self._ctx, self._args)
+        w = _Worker(self._args)
         w.wait_ready()
         with self._lock:
             self._all.append(w)
@@ -117,10 +145,10 @@ class BoundedRenders:
     def params(self, body: str, max_seconds: float = MAX_SECONDS) -> str:
         w = self._idle.get()
         try:
-            w.conn.send(body)
-            ready = w.conn.poll(max_seconds)
-            kind, text = w.conn.recv() if ready else ("timeout", "")
-        except (OSError, EOFError):
+            w.send(body)
+            got = w.answer(max_seconds)
+            kind, text = got if got is not None else ("timeout", "")
+        except (OSError, EOFError, ValueError):
             kind, text = "memory", ""  # the worker died (killed by the kernel at its limit)
         if kind in ("timeout", "memory"):
             self._drop(w)
