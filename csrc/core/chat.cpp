@@ -118,28 +118,32 @@ std::string ChatTemplates::chat_params(const std::string & body_json) const {
         media_markers_as_placeholders(body);
         out = oaicompat_chat_params_parse(body, impl_->params, files);
     } catch (const common_json_error & e) {
-        // a field of the wrong JSON type: llama-server answers these 400 too
+        // a field of the wrong JSON type: bad input, a 400 (llama-server answers 500)
         throw std::invalid_argument(e.what());
     }
     return out.dump_safe();
 }
 
-std::string anthropic_to_openai(const std::string & body_json) {
+namespace {
+
+// a request conversion of llama-server's, JSON text in and out; a field of the wrong JSON
+// type is bad input (std::invalid_argument: a 400)
+std::string convert(json (*fn)(const json &), const std::string & body_json) {
     try {
-        return server_chat_convert_anthropic_to_oai(parse_json(body_json, "the request"))
-            .dump_safe();
+        return fn(parse_json(body_json, "the request")).dump_safe();
     } catch (const common_json_error & e) {
         throw std::invalid_argument(e.what());
     }
 }
 
+}  // namespace
+
+std::string anthropic_to_openai(const std::string & body_json) {
+    return convert(server_chat_convert_anthropic_to_oai, body_json);
+}
+
 std::string responses_to_openai(const std::string & body_json) {
-    try {
-        return server_chat_convert_responses_to_chatcmpl(parse_json(body_json, "the request"))
-            .dump_safe();
-    } catch (const common_json_error & e) {
-        throw std::invalid_argument(e.what());
-    }
+    return convert(server_chat_convert_responses_to_chatcmpl, body_json);
 }
 
 ChatSampling chat_sampling(const llama_vocab * vocab, const std::string & params_json) {

@@ -98,11 +98,6 @@ class ModelInfo:
     def tokenizer(self) -> LlamaTokenizer:
         return LlamaTokenizer(self)
 
-    def _special_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return self._model.token_to_piece(token, True).decode("utf-8", errors="replace")
-
     def _resolve_chat(self, chat_format: str | None) -> Any:
         """Sets ``chat_format`` (the resolved name) and ``_template``."""
         if chat_format is not None and getattr(self, "chat_handler", None) is None:
