@@ -6,6 +6,8 @@
 #include "core/chat.hpp"
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "chat.h"
 #include "common.h"
@@ -32,9 +34,12 @@ json parse_json(const std::string & text, const char * what) {
 // only as files it loads. Each marker part goes in as a placeholder image part (a one-byte
 // base64 image, decoded and dropped) that the parse turns back into a media_marker part with
 // get_media_marker(), the marker pyllama's media pipeline uses (chat_media_marker). Any other
-// media part is refused: nothing is fetched or read from here.
-void media_markers_as_placeholders(json & body) {
-    if (!body.contains("messages") || !body.at("messages").is_array()) return;
+// media part is refused: nothing is fetched or read from here. Returns each marker part's
+// text in order: one marker, or for a video "Video:", a marker a frame and timestamps
+// (pyllama decodes frames itself), which restore_marker_texts puts back in the prompt.
+std::vector<std::string> media_markers_as_placeholders(json & body) {
+    std::vector<std::string> texts;
+    if (!body.contains("messages") || !body.at("messages").is_array()) return texts;
     size_t i = 0;
     for (auto & msg : body.at("messages")) {
         const size_t mi = i++;
@@ -45,6 +50,8 @@ void media_markers_as_placeholders(json & body) {
             if (!part.is_object() || !part.contains("type") || !part.at("type").is_string()) continue;
             const std::string type = part.at("type").get<std::string>();
             if (type == "media_marker") {
+                texts.push_back(part.contains("text") && part.at("text").is_string() ? part.at("text").get<std::string>()
+                                                                                     : get_media_marker());
                 json image = json::object();
                 image["url"] = "data:image/png;base64,AA==";
                 part["type"] = "image_url";
@@ -56,6 +63,27 @@ void media_markers_as_placeholders(json & body) {
             }
         }
     }
+    return texts;
+}
+
+// the k-th marker of the rendered prompt is the k-th placeholder's: its part's own text goes
+// back there. A template that renders a message's content other than once (no real one
+// does) leaves the markers as they are, and the projector's count check refuses the prompt.
+void restore_marker_texts(json & out, const std::vector<std::string> & texts) {
+    if (texts.empty() || !out.contains("prompt") || !out.at("prompt").is_string()) return;
+    const std::string marker = get_media_marker();
+    bool all_plain = true;
+    for (const auto & t : texts) all_plain = all_plain && t == marker;
+    if (all_plain) return;
+    const std::string prompt = out.at("prompt").get<std::string>();
+    std::string restored;
+    size_t pos = 0, k = 0;
+    for (size_t at; (at = prompt.find(marker, pos)) != std::string::npos; pos = at + marker.size(), ++k) {
+        if (k >= texts.size()) return;
+        restored += prompt.substr(pos, at - pos) + texts[k];
+    }
+    if (k != texts.size()) return;
+    out["prompt"] = restored + prompt.substr(pos);
 }
 
 }  // namespace
@@ -115,8 +143,9 @@ std::string ChatTemplates::chat_params(const std::string & body_json) const {
     std::vector<raw_buffer> files;  // the placeholders' bytes, dropped
     json out;
     try {
-        media_markers_as_placeholders(body);
+        const auto texts = media_markers_as_placeholders(body);
         out = oaicompat_chat_params_parse(body, impl_->params, files);
+        restore_marker_texts(out, texts);
     } catch (const common_json_error & e) {
         // a field of the wrong JSON type: bad input, a 400 (llama-server answers 500)
         throw std::invalid_argument(e.what());

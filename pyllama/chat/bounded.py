@@ -73,9 +73,14 @@ class _Worker:
     its stderr discarded, requests and answers as JSON lines over its stdin and stdout."""
 
     def __init__(self, args: tuple[Any, ...]) -> None:
+        # the parent's own pyllama first on the child's path: ``-c`` puts the working
+        # directory there, and a source checkout in it (no compiled _core) would shadow
+        # the installed package
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys, json; from pyllama.chat.bounded import _serve; "
-             "_serve(*json.loads(sys.argv[1]))", json.dumps(list(args))],
+            [sys.executable, "-c", "import sys, json; sys.path.insert(0, sys.argv[1]); "
+             "from pyllama.chat.bounded import _serve; _serve(*json.loads(sys.argv[2]))",
+             here, json.dumps(list(args))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, close_fds=True,
         )  # fmt: skip
@@ -92,10 +97,16 @@ class _Worker:
         return kind, text
 
     def wait_ready(self) -> None:
-        got = self.answer(120)
+        try:
+            got = self.answer(120)
+        except EOFError:
+            got = None
         if got is None or got[0] != "ready":
             self.close()
-            raise RuntimeError("the chat template's render worker did not start")
+            raise RuntimeError(
+                f"the chat template's render worker did not start ({sys.executable} "
+                "could not import pyllama or load the model's vocabulary)"
+            )
 
     def send(self, body: str) -> None:
         assert self.proc.stdin is not None
@@ -125,9 +136,15 @@ class BoundedRenders:
         self._lock = threading.Lock()
         self._all: list[_Worker] = []
         started = [_Worker(self._args) for _ in range(workers)]  # start together
+        try:
+            for w in started:
+                w.wait_ready()
+        except BaseException:
+            for w in started:
+                w.close()
+            raise
+        self._all.extend(started)
         for w in started:
-            w.wait_ready()
-            self._all.append(w)
             self._idle.put(w)
 
     def _add(self) -> None:

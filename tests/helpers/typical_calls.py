@@ -33,6 +33,10 @@ def run(python: str, module: str, model: str, embedding_model: str) -> str:
     if module != "llama_cpp":
         source = source.replace("import llama_cpp\n", f"import {module} as llama_cpp\n", 1)
         source = source.replace("from llama_cpp import", f"from {module} import", 1)
+    if module == "pyllama":
+        # one call takes llama-cpp-python's named format chatml-function-calling, which the
+        # compat layer registers when imported (the core never imports it)
+        source = source.replace("\nimport", "\nimport pyllama.compat.llama_cpp  # noqa\nimport", 1)
     hub = FakeHub()
     with tempfile.TemporaryDirectory() as tmp, contextlib.closing(hub):
         hub.repos[REPO] = FakeRepo(

@@ -89,3 +89,37 @@ def test_special_token_text_in_content_is_text(llm) -> None:
 def test_bad_messages_are_refused_as_llama_server(messages) -> None:
     with pytest.raises(ValueError):
         ChatTemplate("chatml", use_jinja=False).render(messages)
+
+
+USER = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"]}  # fmt: skip
+TOOLS = [{"type": "function", "function": {"name": "UserDetail", "parameters": USER}}]
+NAMED = {"type": "function", "function": {"name": "UserDetail"}}
+ASK = [{"role": "user", "content": "Extract: Jason is 25 years old"}]
+
+
+def test_named_tool_on_a_template_without_tool_calls_is_a_schema_call(llm) -> None:
+    """SmolLM2's template writes no tool calls (llama.cpp renders no tools there): a named
+    tool_choice is answered as llama-cpp-python answers it, the reply generated under the
+    tool's parameter schema and returned as that tool's call, whole and streamed."""
+    import json
+
+    out = llm.create_chat_completion(
+        ASK, tools=TOOLS, tool_choice=NAMED, max_tokens=48, temperature=0
+    )
+    choice = out["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    (call,) = choice["message"]["tool_calls"]
+    assert call["function"]["name"] == "UserDetail" and choice["message"]["content"] is None
+    args = json.loads(call["function"]["arguments"])
+    assert isinstance(args["name"], str) and isinstance(args["age"], int)
+    chunks = list(
+        llm.create_chat_completion(
+            ASK, tools=TOOLS, tool_choice=NAMED, max_tokens=48, temperature=0, stream=True
+        )
+    )
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    parts = [d["tool_calls"][0] for d in deltas if "tool_calls" in d]
+    assert parts[0]["function"]["name"] == "UserDetail"
+    assert "".join(p["function"]["arguments"] for p in parts) == call["function"]["arguments"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"

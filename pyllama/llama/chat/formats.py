@@ -49,6 +49,8 @@ def resolve_template(model: _core.Model, chat_format: str | None) -> tuple[str, 
         known = sorted({*FORMATS, *handlers.names()})
         raise ValueError(
             f"chat_format={chat_format!r} is not available in pyllama; use one of "
-            f"{', '.join(known)}, chat_template.default, or a chat_handler"
+            f"{', '.join(known)}, chat_template.default, or a chat_handler (llama-cpp-python's "
+            "own formats, such as alpaca or chatml-function-calling, are there once "
+            "pyllama.compat.llama_cpp is imported)"
         )
     return chat_format, ChatTemplate(builtin, model=model, use_jinja=False)

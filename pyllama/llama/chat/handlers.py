@@ -2,14 +2,14 @@
 the name is not one of llama.cpp's templates (``formats.FORMATS``), or when user code
 registered it (``llama_chat_format.register_chat_format``: the user's choice wins).
 
-llama-cpp-python's own named formats (alpaca, vicuna, ...) live in
-``pyllama.compat.llama_cpp.llama_chat_format``, imported on the first lookup that needs
-them. The registry is a plain dict: registration happens at import, under the import lock.
+llama-cpp-python's own named formats (alpaca, vicuna, chatml-function-calling ...) live in
+``pyllama.compat.llama_cpp``, which registers them here when it is imported: the core never
+imports the compat layer (that layer is built on the core, not the reverse). The registry is
+a plain dict: registration happens at import, under the import lock.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 __all__ = ["get", "lookup", "names", "register"]
@@ -24,13 +24,8 @@ def register(name: str, handler: Handler, *, builtin: bool = False) -> None:
     (_builtin if builtin else _user)[name] = handler
 
 
-def _load_builtins() -> None:
-    importlib.import_module("pyllama.compat.llama_cpp.chat_format")
-
-
 def get(name: str) -> Handler | None:
     """Any handler registered under ``name`` (the user's first)."""
-    _load_builtins()
     return _user.get(name) or _builtin.get(name)
 
 
@@ -41,10 +36,8 @@ def lookup(name: str, *, templated: bool) -> Handler | None:
         return _user[name]
     if templated:
         return None
-    _load_builtins()
-    return _user.get(name) or _builtin.get(name)
+    return _builtin.get(name)
 
 
 def names() -> list[str]:
-    _load_builtins()
     return sorted({*_user, *_builtin})

@@ -5,10 +5,15 @@ prompt tokens, the grammar the sampler takes and the reader that turns the gener
 back into a message.
 
 Shared by ``Llama`` (one context) and the engine-backed ``AsyncLlama``/``BatchedLlama``.
+
+A named ``tool_choice`` on a template that writes no tool calls (llama.cpp's chat layer then
+renders no tools) is answered as llama-cpp-python answers it: the arguments generated under
+the tool's parameter schema and returned as that tool's call.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +33,7 @@ class ChatPlan:
     core: CorePlan
     grammar: Any  # the chat layer's ChatGrammar, or the user's own GBNF text
     named: str | None = None  # a named tool_choice: llama-cpp-python's legacy function_call too
+    schema_call: bool = False  # the named tool's arguments are the whole reply (see above)
 
     @property
     def prompt(self) -> str:
@@ -47,14 +53,47 @@ class ChatPlan:
 
     def message(self, text: str) -> tuple[dict[str, Any], bool]:
         """The assistant message for the whole generated text, and whether it calls tools."""
+        if self.schema_call:
+            assert self.named is not None
+            call = {"name": self.named, "arguments": text}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"call__{self.named}", "type": "function", "function": call}],
+                "function_call": call,
+            }
+            return message, True
         message, calls = self.core.message(text)
         message = {"role": "assistant", **{k: v for k, v in message.items() if k != "role"}}
         if calls and self.named is not None:
             message["function_call"] = {"name": calls[0].name, "arguments": calls[0].arguments}
         return message, bool(calls)
 
-    def reader(self) -> ChatReader:
+    def reader(self) -> ChatReader | SchemaCallReader:
+        if self.schema_call:
+            assert self.named is not None
+            return SchemaCallReader(self.named)
         return self.core.deltas()
+
+
+class SchemaCallReader:
+    """A streamed schema call (``ChatPlan.schema_call``): every piece is argument text."""
+
+    n_calls = 1
+
+    def __init__(self, name: str) -> None:
+        self._name: str | None = name
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        call: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
+        if self._name is not None:  # the first delta names the call
+            call = {"index": 0, "id": f"call__{self._name}", "type": "function",
+                    "function": {"name": self._name, "arguments": text}}  # fmt: skip
+            self._name = None
+        return [{"tool_calls": [call]}] if text or "id" in call else []
+
+    def finish(self) -> list[dict[str, Any]]:
+        return []
 
 
 def _as_tools(
@@ -107,6 +146,11 @@ def plan_chat(
         named = (tool_choice.get("function") or {}).get("name")
     core = plan_body(template, model, body)
     chosen: Any = grammar
+    if named is not None and core.grammar is None:  # the template writes no tool calls
+        tool = next(t for t in body["tools"] if (t.get("function") or {}).get("name") == named)
+        schema = tool["function"].get("parameters") or {"type": "object"}
+        chosen = _core.json_schema_to_grammar(json.dumps(schema))
+        return ChatPlan(core=core, grammar=chosen, named=named, schema_call=True)
     if core.grammar is not None:
         lazy = core.grammar_lazy
         chosen = ChatGrammar(
