@@ -1,8 +1,8 @@
 """llama-server's own request conversions, bound (``_core.chat_anthropic_to_openai``,
 ``_core.chat_responses_to_openai``): an Anthropic Messages or OpenAI Responses body to the
-OpenAI chat body its chat layer takes. The routes still translate in Python (held to
-llama-server by tests/chat/test_template_corpus.py); these pin what the bound ones give, and
-that bad input is a ValueError (a 400), not a crash."""
+OpenAI chat body its chat layer takes (the Anthropic and Responses routes convert messages
+with them: tests/protocols/test_conversions_vs_peer.py); these pin what the bound ones give,
+and that bad input is a ValueError (a 400), not a crash."""
 
 from __future__ import annotations
 

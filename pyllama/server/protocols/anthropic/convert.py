@@ -1,18 +1,24 @@
 """Anthropic request pieces (system, content blocks, tools, tool_choice) to the OpenAI
-shapes the chat pipeline takes, as llama-server's ``server_chat_convert_anthropic_to_oai``
-does, but refusing what the model cannot take (documents, server tools) with a 400
-instead of a 500. Image blocks become OpenAI image parts, which the media pipeline loads
-(a 400 there when the model has no vision projector)."""
+shapes the chat pipeline takes. The messages are converted by llama-server's own
+``server_chat_convert_anthropic_to_oai`` (bound), after checks here that refuse what it
+would misread or drop (a field of the wrong type, documents, server tools, unknown blocks)
+with a 400 naming the field. Image blocks become OpenAI image parts, which the media
+pipeline loads (a 400 there when the model has no vision projector).
+
+Tools and tool_choice stay here: llama-server's conversion reads a named tool
+(``{"type": "tool", "name": ...}``) as "any tool" and drops ``none`` and
+``disable_parallel_tool_use``; pyllama honours them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from pyllama import _core
 from pyllama.server.http.errors import APIError
-from pyllama.server.media.content import image_part
 
 __all__ = ["to_openai_messages", "to_openai_tools", "tool_choice"]
 
@@ -43,8 +49,8 @@ def _unsupported(kind: str, where: str) -> APIError:
     return APIError(400, f"{where}: content blocks of type '{kind}' are not supported")
 
 
-def _image(block: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """An image block (base64 or URL source) as an OpenAI image part."""
+def _image(block: Mapping[str, Any], where: str) -> None:
+    """An image block: a base64 or URL source."""
     source = block.get("source")
     kind = source.get("type") if isinstance(source, Mapping) else None
     if kind == "base64":
@@ -52,113 +58,80 @@ def _image(block: Mapping[str, Any], where: str) -> dict[str, Any]:
         data, media_type = source.get("data"), source.get("media_type", "image/jpeg")
         if not isinstance(data, str) or not isinstance(media_type, str):
             raise APIError(400, f"{where}.source: a base64 source needs string data and media_type")
-        return image_part(f"data:{media_type};base64,{data}")
+        return
     if kind == "url":
         assert isinstance(source, Mapping)
         url = source.get("url")
         if not isinstance(url, str):
             raise APIError(400, f"{where}.source.url must be a string")
-        return image_part(url)
+        return
     raise APIError(400, f"{where}.source.type must be 'base64' or 'url'")
 
 
-def _content(parts: list[dict[str, Any]]) -> Any:
-    """Text blocks joined as before; with images, OpenAI content parts in block order."""
-    if any(p["type"] != "text" for p in parts):
-        return parts
-    return "".join(p["text"] for p in parts)
-
-
-def _tool_result(block: Mapping[str, Any], where: str) -> dict[str, Any]:
-    call_id = block.get("tool_use_id")
-    if not isinstance(call_id, str):
+def _tool_result(block: Mapping[str, Any], where: str) -> None:
+    if not isinstance(block.get("tool_use_id"), str):
         raise APIError(400, f"{where}.tool_use_id must be a string")
     content = block.get("content", "")
     if isinstance(content, list):
-        parts = []
         for j, part in enumerate(content):
             kind = part.get("type") if isinstance(part, Mapping) else None
             if kind == "image":
-                parts.append(_image(part, f"{where}.content[{j}]"))
+                _image(part, f"{where}.content[{j}]")
             elif kind == "text":
-                parts.append({"type": "text", "text": _text(part, f"{where}.content[{j}]")})
+                _text(part, f"{where}.content[{j}]")
             else:
                 raise _unsupported(str(kind), f"{where}.content[{j}]")
-        content = _content(parts)
-    elif content is None:
-        content = ""
-    elif not isinstance(content, str):
+    elif content is not None and not isinstance(content, str):
         raise APIError(400, f"{where}.content must be a string or an array of text blocks")
-    if block.get("is_error"):
-        content = f"Error: {content}" if isinstance(content, str) else content
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def _message(msg: Any, i: int) -> list[dict[str, Any]]:
-    """One Anthropic message to OpenAI messages: tool_result blocks become ``tool``
-    messages, put first (they answer the assistant's calls just before)."""
+def _message(msg: Any, i: int) -> None:
     where = f"messages[{i}]"
     if not isinstance(msg, Mapping):
         raise APIError(400, f"{where} must be an object")
-    role = msg.get("role")
-    if role not in ("user", "assistant"):
+    if msg.get("role") not in ("user", "assistant"):
         raise APIError(400, f"{where}.role must be 'user' or 'assistant'")
     content = msg.get("content")
     if isinstance(content, str):
-        return [{"role": role, "content": content}]
+        return
     if not isinstance(content, list):
         raise APIError(400, f"{where}.content must be a string or an array of content blocks")
-    texts: list[dict[str, Any]] = []  # text blocks and images, as OpenAI parts
-    reasoning: list[str] = []
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
     for j, block in enumerate(content):
         at = f"{where}.content[{j}]"
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind == "text":
-            texts.append({"type": "text", "text": _text(block, at)})
+            _text(block, at)
         elif kind == "image":
-            texts.append(_image(block, at))
-        elif kind == "thinking":
-            reasoning.append(str(block.get("thinking") or ""))
-        elif kind == "redacted_thinking":
-            continue  # encrypted elsewhere; nothing a local model can read
+            _image(block, at)
+        elif kind in ("thinking", "redacted_thinking"):
+            continue  # redacted: encrypted elsewhere, dropped by the conversion
         elif kind == "tool_use":
-            name, args = block.get("name"), block.get("input", {})
-            if not isinstance(name, str) or not isinstance(args, Mapping):
+            if not isinstance(block.get("name"), str) or not isinstance(
+                block.get("input", {}), Mapping
+            ):
                 raise APIError(400, f"{at}: tool_use needs a name and an input object")
-            calls.append(
-                {
-                    "id": str(block.get("id") or ""),
-                    "type": "function",
-                    "function": {"name": name, "arguments": orjson.dumps(args).decode()},
-                }
-            )
         elif kind == "tool_result":
-            results.append(_tool_result(block, at))
+            _tool_result(block, at)
         elif isinstance(kind, str) and (kind in _UNSUPPORTED or kind.endswith("_tool_result")):
             raise _unsupported(kind, at)
         else:
             raise APIError(400, f"{at}: unknown content block type {kind!r}")
-    out: list[dict[str, Any]] = []
-    if texts or calls or reasoning:
-        m: dict[str, Any] = {"role": role, "content": _content(texts)}
-        if calls:
-            m["tool_calls"] = calls
-        if reasoning:
-            m["reasoning_content"] = "".join(reasoning)
-        out.append(m)
-    return results + out
 
 
 def to_openai_messages(system: Any, messages: list[Any]) -> list[dict[str, Any]]:
-    out = []
-    text = _system(system)
-    if text is not None:
-        out.append({"role": "system", "content": text})
+    """Checked here (a 400 naming the field), then converted by llama-server's own
+    ``server_chat_convert_anthropic_to_oai``: text blocks kept as parts, thinking as
+    reasoning_content, tool results after the message that holds them, the Claude Code
+    billing header's per-request hash made constant (its prompt stays cacheable)."""
+    _system(system)
     for i, msg in enumerate(messages):
-        out += _message(msg, i)
-    return out
+        _message(msg, i)
+    body = {"messages": messages, **({"system": system} if system is not None else {})}
+    try:
+        converted = json.loads(_core.chat_anthropic_to_openai(orjson.dumps(body).decode()))
+    except ValueError as e:
+        raise APIError(400, str(e)) from e
+    return converted["messages"]
 
 
 def to_openai_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:

@@ -1,15 +1,19 @@
 """OpenAI Responses request pieces (input items, tools, tool_choice, text.format) to the
-chat shapes ``pipeline.turn`` takes; bad input is a 400 naming the field."""
+chat shapes ``pipeline.turn`` takes; bad input is a 400 naming the field. The input items
+become messages through llama-server's own conversion (bound), after the checks here.
+Tools, tool_choice and text.format stay here: they also give the echo a response carries,
+and llama-server's conversion skips a tool of another type where pyllama refuses it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from pyllama import _core
 from pyllama.server.http.errors import APIError
-from pyllama.server.media.content import image_part
 
 __all__ = [
     "ReasoningConfig",
@@ -66,25 +70,25 @@ def _image(part: Mapping[str, Any], where: str) -> dict[str, Any]:
     url = part.get("image_url")
     if not isinstance(url, str):
         raise bad(f"{where}: 'input_image' needs a string 'image_url' (file_id is not supported)")
-    return image_part(url)
+    return {"type": "input_image", "image_url": url}
 
 
-def _content_text(content: Any, where: str) -> Any:
-    """The text of a content array, or OpenAI content parts when it holds images."""
+def _parts(content: Any, where: str, *, images: bool = True) -> list[dict[str, Any]]:
+    """A content string or array as input_text / input_image parts."""
     if isinstance(content, str):
-        return content
+        return [{"type": "input_text", "text": content}]
     if not isinstance(content, list):
         raise bad(f"{where}.content must be a string or an array of content parts")
     parts: list[dict[str, Any]] = []
     for j, p in enumerate(content):
         at = f"{where}.content[{j}]"
         if isinstance(p, Mapping) and p.get("type") == "input_image":
+            if not images:
+                raise bad(f"{where}: images are for user messages")
             parts.append(_image(p, at))
         else:
-            parts.append({"type": "text", "text": _part_text(p, at)})
-    if any(p["type"] != "text" for p in parts):
-        return parts
-    return "".join(p["text"] for p in parts)
+            parts.append({"type": "input_text", "text": _part_text(p, at)})
+    return parts
 
 
 def _str_field(item: Mapping[str, Any], key: str, where: str) -> str:
@@ -109,59 +113,70 @@ def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
     return "".join(texts)
 
 
-def to_messages(items: list[Any]) -> list[dict[str, Any]]:
-    """Input items to OpenAI chat messages. Reasoning, assistant messages and function
-    calls that follow each other make one assistant message (as llama-server merges them)."""
-    msgs: list[dict[str, Any]] = []
+def _item(item: Any, where: str) -> dict[str, Any] | None:
+    """One input item checked and put in the form llama-server's conversion reads (it
+    takes fewer forms than the API: an assistant message without ``type``, text parts of
+    either kind anywhere, a reasoning item with only a summary); None: nothing to say."""
+    if not isinstance(item, Mapping):
+        raise bad(f"{where} must be an object")
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = item.get("role")
+        if role not in _ROLES:
+            raise bad(f"{where}.role must be one of {', '.join(_ROLES)}, got {role!r}")
+        if role != "assistant":
+            return {"role": role, "content": _parts(item.get("content"), where)}
+        text = [
+            {"type": "output_text", "text": p["text"]}
+            for p in _parts(item.get("content"), where, images=False)
+        ]
+        return {"type": "message", "role": "assistant", "content": text}
+    if kind == "function_call":
+        return {
+            "type": "function_call",
+            "call_id": _str_field(item, "call_id", where),
+            "name": _str_field(item, "name", where),
+            "arguments": _str_field(item, "arguments", where),
+        }
+    if kind == "function_call_output":
+        call_id = _str_field(item, "call_id", where)
+        output = item.get("output")
+        if isinstance(output, list):
+            output = [
+                {"type": "input_text", "text": _part_text(p, f"{where}.output[{j}]")}
+                for j, p in enumerate(output)
+            ]
+        elif not isinstance(output, str):
+            raise bad(f"{where}.output must be a string or an array of content parts")
+        return {"type": "function_call_output", "call_id": call_id, "output": output}
+    if kind == "reasoning":
+        text = _reasoning_text(item, where)
+        if not text:
+            return None
+        return {
+            "type": "reasoning",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": text}],
+        }
+    raise bad(
+        f"{where}.type {kind!r} is not supported "
+        "(message, function_call, function_call_output, reasoning)"
+    )
 
-    def assistant() -> dict[str, Any]:
-        if not msgs or msgs[-1]["role"] != "assistant":
-            msgs.append({"role": "assistant", "content": ""})
-        return msgs[-1]
 
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if not isinstance(item, Mapping):
-            raise bad(f"{where} must be an object")
-        kind = item.get("type", "message")
-        if kind == "message":
-            role = item.get("role")
-            if role not in _ROLES:
-                raise bad(f"{where}.role must be one of {', '.join(_ROLES)}, got {role!r}")
-            text = _content_text(item.get("content"), where)
-            if role == "assistant" and not isinstance(text, str):
-                raise bad(f"{where}: images are for user messages")
-            if role == "assistant":
-                assistant()["content"] += text
-            else:
-                msgs.append({"role": _ROLES[role], "content": text})
-        elif kind == "function_call":
-            call_id, name = _str_field(item, "call_id", where), _str_field(item, "name", where)
-            arguments = _str_field(item, "arguments", where)
-            call = {"id": call_id, "type": "function", "function": {"name": name}}
-            call["function"]["arguments"] = arguments
-            assistant().setdefault("tool_calls", []).append(call)
-        elif kind == "function_call_output":
-            call_id = _str_field(item, "call_id", where)
-            output = item.get("output")
-            if isinstance(output, list):
-                output = "".join(
-                    _part_text(p, f"{where}.output[{j}]") for j, p in enumerate(output)
-                )
-            if not isinstance(output, str):
-                raise bad(f"{where}.output must be a string or an array of content parts")
-            msgs.append({"role": "tool", "tool_call_id": call_id, "content": output})
-        elif kind == "reasoning":
-            text = _reasoning_text(item, where)
-            if text:
-                a = assistant()
-                a["reasoning_content"] = a.get("reasoning_content", "") + text
-        else:
-            raise bad(
-                f"{where}.type {kind!r} is not supported "
-                "(message, function_call, function_call_output, reasoning)"
-            )
-    return msgs
+def to_messages(items: list[Any], instructions: str | None = None) -> list[dict[str, Any]]:
+    """Input items to OpenAI chat messages: checked here (a 400 naming the field), then
+    converted by llama-server's own ``server_chat_convert_responses_to_chatcmpl`` (bound):
+    reasoning, assistant messages and function calls that follow each other make one
+    assistant message, as there."""
+    checked = [c for i, item in enumerate(items) if (c := _item(item, f"input[{i}]")) is not None]
+    body: dict[str, Any] = {"input": checked}
+    if instructions is not None:
+        body["instructions"] = instructions
+    try:
+        return json.loads(_core.chat_responses_to_openai(json.dumps(body)))["messages"]
+    except ValueError as e:
+        raise bad(str(e)) from e
 
 
 def input_items(value: str | list[Any]) -> list[Any]:

@@ -137,9 +137,7 @@ class _Translated:
         self.req = req
         self.input = input_items(req.input)
         history = store.conversation(req.previous_response_id) if req.previous_response_id else []
-        messages = to_messages(history + self.input)
-        if req.instructions is not None:
-            messages.insert(0, {"role": "system", "content": req.instructions})
+        messages = to_messages(history + self.input, req.instructions)
         if not messages:
             raise bad("'input' must not be empty")
         tools, tools_echo = to_chat_tools(req.tools)
