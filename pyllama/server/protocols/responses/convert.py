@@ -164,12 +164,15 @@ def _item(item: Any, where: str) -> dict[str, Any] | None:
     )
 
 
-def to_messages(items: list[Any], instructions: str | None = None) -> list[dict[str, Any]]:
-    """Input items to OpenAI chat messages: checked here (a 400 naming the field), then
-    converted by llama-server's own ``server_chat_convert_responses_to_chatcmpl`` (bound):
-    reasoning, assistant messages and function calls that follow each other make one
-    assistant message, as there."""
-    checked = [c for i, item in enumerate(items) if (c := _item(item, f"input[{i}]")) is not None]
+def to_messages(items: str | list[Any], instructions: str | None = None) -> list[dict[str, Any]]:
+    """``input`` (a string, or items) to OpenAI chat messages: checked here (a 400 naming
+    the field), then converted by llama-server's own ``server_chat_convert_responses_to_chatcmpl``
+    (bound): reasoning, assistant messages and function calls that follow each other make
+    one assistant message, as there; a string input stays a string message (templates
+    render a string and a one-part array differently)."""
+    checked: str | list[dict[str, Any]] = items if isinstance(items, str) else [
+        c for i, item in enumerate(items) if (c := _item(item, f"input[{i}]")) is not None
+    ]  # fmt: skip
     body: dict[str, Any] = {"input": checked}
     if instructions is not None:
         body["instructions"] = instructions

@@ -137,7 +137,8 @@ class _Translated:
         self.req = req
         self.input = input_items(req.input)
         history = store.conversation(req.previous_response_id) if req.previous_response_id else []
-        messages = to_messages(history + self.input, req.instructions)
+        plain = isinstance(req.input, str) and not history  # as llama-server reads it
+        messages = to_messages(req.input if plain else history + self.input, req.instructions)
         if not messages:
             raise bad("'input' must not be empty")
         tools, tools_echo = to_chat_tools(req.tools)
