@@ -21,6 +21,9 @@ from starlette.staticfiles import StaticFiles
 
 from pyllama import hardware
 from pyllama.model_file import ModelFileError, check_model_file
+from pyllama.server.batch import Batches
+from pyllama.server.batch import routes as batch_routes
+from pyllama.server.batch.routes import UPLOAD_PATHS
 from pyllama.server.http.auth import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddleware
 from pyllama.server.http.cors import CorsMiddleware
 from pyllama.server.http.errors import APIError, error_response, handle_api_error, handle_http_error
@@ -80,15 +83,23 @@ def create_app(
         if settings.threads_http > 0:
             use_worker_threads(settings.threads_http)
         state.start()
+        if settings.batch.enabled:  # after the model's load began: lines wait for it
+            slots = settings.n_parallel if settings.n_parallel > 0 else 4
+            state.batches = Batches(settings.batch, app, slots, settings.port)
+            state.batches.start()
         try:
             yield
         finally:
+            if state.batches is not None:
+                await state.batches.stop()
+                state.batches = None
             app.state.streams.close()
             if tools is not None:
                 tools.close()
             await state.stop()
 
     modules = (native, slots, openai, admin, infill, rerank, anthropic, responses, ollama)
+    modules += (batch_routes,)  # type: ignore[assignment]
     routes = [
         Route(path, fn, methods=methods)
         for module in (*modules, streams, tool_routes, cors_proxy)
@@ -155,7 +166,13 @@ def _middleware(settings: Settings) -> list[Middleware]:
         )
     if settings.api_prefix:  # inside CORS, so that its 404 carries the headers too
         middleware.append(Middleware(PrefixMiddleware, prefix=settings.api_prefix))
-    middleware.append(Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes))
+    middleware.append(
+        Middleware(
+            BodyLimitMiddleware,
+            max_bytes=settings.max_body_bytes,
+            larger={p: settings.batch.max_file_bytes + (1 << 20) for p in UPLOAD_PATHS},
+        )
+    )  # an upload's own limit is the file's (its form adds a little)
     if settings.api_keys:
         # the page loads without a key and asks for it (llama-server's UI is public too)
         public = PUBLIC_PATHS | public_paths(settings.webui and not settings.static_path)

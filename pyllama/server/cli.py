@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pyllama._extras import MissingExtraError, require
 from pyllama.server import speculative as spec
 from pyllama.server.flags import add_rpc_servers, build_parser, env_bool
+from pyllama.server.flags.batch import batch_options
 from pyllama.server.flags.cpu import DEFAULT_POLL, cpu_placements, polls_set
 from pyllama.server.flags.http import http_options, unescape
 from pyllama.server.flags.hub import hub_options
@@ -302,6 +303,7 @@ def parse_args(
         spec_synth_probs=synth,
         max_queue=a.max_queue,
         max_body_bytes=a.max_body_bytes,
+        batch=batch_options(a, parser),
         cors_origins=_split(a.cors_origins) or (["localhost"] if agent_tools else []),
         cors_methods=a.cors_methods,
         cors_headers=a.cors_headers,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyllama.server.logs import LogOptions
 
@@ -134,6 +135,30 @@ class ContextOptions:
     draft_gpu_layers: str = "auto"
 
 
+DAY = 24 * 3600
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """OpenAI's Files and Batch API (``--batch*``, pyllama/server/batch)."""
+
+    enabled: bool = True
+    dir: str | None = None  # None: <pyllama's cache>/batches
+    max_file_bytes: int = 200 << 20  # OpenAI's limits
+    max_lines: int = 50_000
+    parallel: int = 0  # lines in flight; 0: half the server's slots (at least 1)
+    window_seconds: int = DAY  # a batch's completion window ("24h"), shortened by the flag
+
+    def directory(self, port: int) -> Path:
+        """``--batch-dir``, else one of pyllama's cache a port: a server restarted on its
+        port resumes its batches, and two servers (two models) never run each other's."""
+        if self.dir is not None:
+            return Path(self.dir)
+        from pyllama.models import cache_dir
+
+        return cache_dir() / "batches" / str(port)
+
+
 @dataclass
 class Settings:
     model: str | None = None  # None: -hf, -mu or the demo model, fetched unless offline
@@ -229,6 +254,7 @@ class Settings:
     spec_synth_probs: list[float] = field(default_factory=list)  # conditional; empty: off
     max_queue: int = 256  # requests waiting for a slot before 503
     max_body_bytes: int = 64 << 20  # larger request bodies get 413
+    batch: BatchOptions = field(default_factory=BatchOptions)  # /v1/files, /v1/batches
     cors_origins: list[str] = field(default_factory=list)  # CORS off unless asked
     cors_methods: str = "GET, POST, DELETE, OPTIONS"
     cors_headers: str = "*"

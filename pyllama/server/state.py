@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyllama import _core
 from pyllama.chat import ChatTemplate
@@ -37,6 +37,9 @@ from pyllama.server.ops.latency import RequestTimings
 from pyllama.server.ops.metrics import MetricsBook
 from pyllama.server.settings import Settings
 
+if TYPE_CHECKING:
+    from pyllama.server.batch import Batches
+
 __all__ = ["ServerState"]
 
 log = logging.getLogger("pyllama.server")
@@ -57,6 +60,7 @@ class ServerState:
         self.eog_tokens: list[int] = []
         self.engine: AsyncEngine | None = None
         self.chat: ChatTemplate | None = None  # llama.cpp's chat layer
+        self.batches: Batches | None = None  # /v1/files and /v1/batches (app.py's lifespan)
         self.model_path = ""
         self.model_name = ""  # llama-server's: the first --alias, else the model's source
         self.model_aliases: list[str] = []  # /v1/models "aliases"

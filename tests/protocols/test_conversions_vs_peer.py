@@ -101,7 +101,7 @@ def test_anthropic_history_as_llama_server(servers: tuple[str, str], name: str) 
     assert counts[0] == counts[1]
     whole = {**body, "max_tokens": 8, "temperature": 0}
     answers = [_post(u, "/v1/messages", whole) for u in servers]
-    assert [a["content"] for a in answers][0] == [a["content"] for a in answers][1]
+    assert answers[0]["content"] == answers[1]["content"]
     assert answers[0]["usage"]["input_tokens"] == answers[1]["usage"]["input_tokens"]
 
 

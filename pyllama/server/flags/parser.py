@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pyllama.server.flags.batch import add_batch_flags
 from pyllama.server.flags.cpu import add_cpu_flags
 from pyllama.server.flags.http import add_http_flags
 from pyllama.server.flags.hub import add_hub_flags
@@ -508,4 +509,5 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[str, Any]]]
     add_hub_flags(t)
     add_cpu_flags(t)
     add_speculative_flags(t)
+    add_batch_flags(t)
     return p, t.envs

@@ -59,9 +59,12 @@ MAX_HEADER_BYTES = 16 * 1024
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    """413 past ``max_bytes``, or past the limit ``larger`` gives a path (uploads)."""
+
+    def __init__(self, app: Any, max_bytes: int, larger: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.larger = larger or {}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -76,8 +79,9 @@ class BodyLimitMiddleware:
                 scope, receive, send
             )
             return
+        limit = self.larger.get(scope["path"], self.max_bytes)
         length = _header(scope, b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+        if length is not None and length.isdigit() and int(length) > limit:
             await self._too_large(scope, receive, send)
             return
         seen = 0
@@ -87,7 +91,7 @@ class BodyLimitMiddleware:
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     raise _TooLarge()
             return msg
 
@@ -97,7 +101,8 @@ class BodyLimitMiddleware:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        message = f"the request body exceeds {self.max_bytes} bytes"
+        limit = self.larger.get(scope["path"], self.max_bytes)
+        message = f"the request body exceeds {limit} bytes"
         await error_response(413, message, path=scope["path"])(scope, receive, send)
 
 
