@@ -6,6 +6,7 @@ import contextlib
 import logging
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -85,8 +86,11 @@ def create_app(
         state.start()
         if settings.batch.enabled:  # after the model's load began: lines wait for it
             slots = settings.n_parallel if settings.n_parallel > 0 else 4
-            state.batches = Batches(settings.batch, app, slots, settings.port)
-            state.batches.start()
+            try:
+                state.batches = Batches(settings.batch, app, slots, settings.port)
+                state.batches.start()
+            except (OSError, sqlite3.Error) as e:  # a read-only cache, a bad --batch-dir
+                log.warning("the Files and Batch API is off: %s", e)
         try:
             yield
         finally:

@@ -27,7 +27,10 @@ UPLOAD_PATHS = frozenset({"/v1/files", "/files"})
 def _batch_state(request: Request) -> tuple[BatchStore, BatchRunner, Any]:
     state = request.app.state.pyllama
     if state.batches is None:
-        raise APIError(404, "the Files and Batch API is off on this server (--no-batch)")
+        raise APIError(
+            404, "the Files and Batch API is off on this server (--no-batch, or its --batch-dir "
+            "could not be opened: see the server's log)",
+        )  # fmt: skip
     return state.batches.store, state.batches.runner, state.settings
 
 
