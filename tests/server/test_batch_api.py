@@ -60,6 +60,20 @@ def _run(client: openai.OpenAI, data: bytes, endpoint: str = "/v1/chat/completio
     return _wait(client, batch.id)
 
 
+def _started(client: openai.OpenAI, n: int, answered: int) -> Any:
+    """A batch of ``n`` chat lines, once ``answered`` of them are."""
+    data = _jsonl([_chat_line(i) for i in range(n)])
+    upload = client.files.create(file=("in.jsonl", io.BytesIO(data)), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    deadline = time.monotonic() + 120
+    while client.batches.retrieve(batch.id).request_counts.completed < answered:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    return batch
+
+
 def _answers(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
     if file_id is None:
         return []
@@ -156,16 +170,7 @@ def test_requests_that_cannot_be_taken_are_openai_errors(server: str) -> None:
 
 def test_a_cancelled_batch_keeps_what_it_answered(server: str) -> None:
     client = _client(server)
-    upload = client.files.create(
-        file=("in.jsonl", io.BytesIO(_jsonl([_chat_line(i) for i in range(400)]))), purpose="batch"
-    )
-    batch = client.batches.create(
-        input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
-    )
-    deadline = time.monotonic() + 120
-    while client.batches.retrieve(batch.id).request_counts.completed < 2:  # type: ignore[union-attr]
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    batch = _started(client, 400, 2)
     assert client.batches.cancel(batch.id).status == "cancelling"
     done = _wait(client, batch.id)
     assert done.status == "cancelled"
@@ -224,18 +229,7 @@ def test_kill_9_mid_batch_then_restart_answers_each_line_once(
     args = ("-m", smollm_path, "-t", "2", "-np", "2", "--batch-dir", str(tmp_path))
     n = 120
     with running_server(*args) as url:
-        client = _client(url)
-        upload = client.files.create(
-            file=("in.jsonl", io.BytesIO(_jsonl([_chat_line(i) for i in range(n)]))),
-            purpose="batch",
-        )
-        batch = client.batches.create(
-            input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
-        )
-        deadline = time.monotonic() + 120
-        while client.batches.retrieve(batch.id).request_counts.completed < 10:  # type: ignore[union-attr]
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        batch = _started(_client(url), n, 10)
         os.kill(SERVER_PIDS[url], signal.SIGKILL)
     with running_server(*args) as url:
         client = _client(url)
