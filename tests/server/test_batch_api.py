@@ -250,3 +250,28 @@ def test_two_servers_share_one_directory(smollm_path: str, tmp_path: Path) -> No
         assert batch.status == "completed" and batch.request_counts.completed == 20
         assert a.batches.retrieve(batch.id).status == "completed"
         assert len(_answers(a, batch.output_file_id)) == 20
+
+
+def test_the_batch_flags(smollm_path: str, tmp_path: Path) -> None:
+    """--batch-max-lines fails a longer file; --batch-parallel 1 keeps one line in a slot at
+    a time though four slots are free; --no-batch serves no batch API."""
+    args = ("-m", smollm_path, "-t", "2", "-np", "4", "--batch-dir", str(tmp_path))
+    with running_server(*args, "--batch-max-lines", "30", "--batch-parallel", "1") as url:
+        client = _client(url)
+        too_many = _run(client, _jsonl([_chat_line(i) for i in range(31)]))
+        assert [e.code for e in too_many.errors.data] == ["too_many_requests"]  # type: ignore[union-attr]
+        upload = client.files.create(
+            file=("in.jsonl", io.BytesIO(_jsonl([_chat_line(i) for i in range(30)]))),
+            purpose="batch",
+        )
+        batch = client.batches.create(
+            input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        busy = set()
+        while client.batches.retrieve(batch.id).status != "completed":
+            slots = httpx.get(url + "/slots", timeout=30).json()
+            busy.add(sum(1 for s in slots if s["is_processing"]))
+        assert max(busy) == 1, busy
+    with running_server(*args, "--no-batch") as url:
+        r = httpx.get(url + "/v1/batches", timeout=30)
+        assert r.status_code == 404 and "off on this server" in r.json()["error"]["message"]
