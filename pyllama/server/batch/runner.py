@@ -165,7 +165,7 @@ class BatchRunner:
             self._set(batch_id, "in_progress", total=len(lines))
         else:
             lines, _ = await asyncio.to_thread(read_lines, path, b.endpoint, self.max_lines)
-        if self.store.batch(batch_id).status == "in_progress":  # type: ignore[union-attr]
+        if self.store.status(batch_id) == "in_progress":
             await self._run_lines(batch_id, lines)
         b = self.store.batch(batch_id)
         assert b is not None
@@ -195,8 +195,7 @@ class BatchRunner:
         expires_at = b.expires_at
 
         def stopped() -> bool:
-            row = self.store.batch(batch_id)
-            return row is None or row.status != "in_progress" or time.time() >= expires_at
+            return self.store.status(batch_id) != "in_progress" or time.time() >= expires_at
 
         async def worker(it: Iterator[Line]) -> None:
             for line in it:

@@ -233,6 +233,11 @@ class BatchStore:
             rows = self._rows("SELECT * FROM batches WHERE id = ? AND owner = ?", batch_id, owner)
         return self._batch(rows[0]) if rows else None
 
+    def status(self, batch_id: str) -> str | None:
+        """The batch's status alone (no line counts: the runner asks it every line)."""
+        rows = self._rows("SELECT status FROM batches WHERE id = ?", batch_id)
+        return rows[0][0] if rows else None
+
     def batches(self, owner: str) -> list[BatchRow]:
         rows = self._rows(
             "SELECT * FROM batches WHERE owner = ? ORDER BY created_at DESC, id", owner
