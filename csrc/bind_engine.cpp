@@ -156,6 +156,8 @@ void register_engine(py::module_ & m) {
         .def_readwrite("cache_prompt", &TaskParams::cache_prompt)
         .def_readwrite("n_cmpl", &TaskParams::n_cmpl)
         .def_readwrite("id_slot", &TaskParams::id_slot)
+        .def_readwrite("priority", &TaskParams::priority,
+                       "admission order among waiting tasks: lower first, FIFO among equals")
         .def_readwrite("embd_normalize", &TaskParams::embd_normalize)
         .def_readwrite("lora_scales", &TaskParams::lora_scales)
         .def_readwrite("n_cache_reuse", &TaskParams::n_cache_reuse)

@@ -1018,6 +1018,14 @@ class TaskParams:
     def preserved_tokens(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
         ...
     @property
+    def priority(self) -> int:
+        """
+        admission order among waiting tasks: lower first, FIFO among equals
+        """
+    @priority.setter
+    def priority(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def prompt(self) -> list[int]:
         ...
     @prompt.setter

@@ -215,8 +215,14 @@ void Engine::loop() {
             }
             if (stopping_) break;
             while (!inbox_.empty()) {
-                queue_.push_back(std::move(inbox_.front()));
+                // by priority, FIFO among equals: after every queued task of its priority or
+                // lower, so a waiting batch line never stands before an interactive request
+                auto task = std::move(inbox_.front());
                 inbox_.pop_front();
+                const int32_t p = task->params.priority;
+                auto at = std::find_if(queue_.begin(), queue_.end(),
+                                       [p](const auto & q) { return q->params.priority > p; });
+                queue_.insert(at, std::move(task));
             }
             cancels.swap(cancels_);
             commands.swap(commands_);

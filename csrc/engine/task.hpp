@@ -33,6 +33,7 @@ struct TaskParams {
     bool cache_prompt = true;         // reuse the slot's KV for a shared prefix
     int32_t n_cmpl = 1;               // completions sharing the prompt (OpenAI n)
     int32_t id_slot = -1;             // -1: the best idle slot
+    int32_t priority = 0;             // admission order: lower first (vLLM's), FIFO among equals
     int32_t embd_normalize = 2;       // embeddings: -1 none, 0 max-abs, 2 euclidean, p>2 p-norm
     std::vector<float> lora_scales;   // one per loaded adapter; empty: the engine's defaults
     int32_t n_cache_reuse = 0;        // min chunk reused by KV shifting past the common prefix; 0: off

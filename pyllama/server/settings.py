@@ -148,6 +148,7 @@ class BatchOptions:
     max_lines: int = 50_000
     parallel: int = 0  # lines in flight; 0: half the server's slots (at least 1)
     window_seconds: int = DAY  # a batch's completion window ("24h"), shortened by the flag
+    priority: int = 100  # a line's admission priority (interactive requests: 0, lower first)
 
     def directory(self, port: int) -> Path:
         """``--batch-dir``, else one of pyllama's cache a port: a server restarted on its

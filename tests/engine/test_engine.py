@@ -604,3 +604,35 @@ def test_an_encoders_embedding_steps_stop_at_half_its_width(model, minilm_path: 
     assert -(-n_tokens // cap) <= decodes(-1, short) <= -(-n_tokens // cap) + 2
     assert decodes(0, short) == 1
     assert decodes(-1, [long, *short[:4]]) >= 2  # the long one alone, then the short ones
+
+
+def test_waiting_tasks_are_admitted_by_priority(model):
+    """One slot, busy: of the tasks waiting, the lowest priority value goes first, and
+    equals go in the order they came (vLLM's meaning; the server's batch lines wait at
+    --batch-priority behind interactive requests at 0)."""
+    eng = open_engine(model, n_parallel=1, n_ctx=1024, n_threads=2)
+    ae = AsyncEngine(eng)
+    names = ["blocker", "late-1", "late-2", "urgent"]
+    tasks = [
+        task(model, "Once upon a time", n=24, priority=0),
+        task(model, "1, 2, 3,", n=2, priority=10),
+        task(model, "Water boils at", n=2, priority=10),
+        task(model, "The capital of France is", n=2, priority=0),
+    ]
+    try:
+
+        async def go() -> list[str]:
+            order: list[str] = []
+
+            async def drain(name: str, stream) -> None:
+                async for ev in stream:
+                    if ev.done:
+                        order.append(name)
+
+            streams = ae.submit_many(tasks)  # all waiting in one turn
+            await asyncio.gather(*(drain(n, s) for n, s in zip(names, streams)))
+            return order
+
+        assert run(go()) == ["blocker", "urgent", "late-1", "late-2"]
+    finally:
+        ae.close()

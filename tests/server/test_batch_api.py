@@ -275,3 +275,12 @@ def test_the_batch_flags(smollm_path: str, tmp_path: Path) -> None:
     with running_server(*args, "--no-batch") as url:
         r = httpx.get(url + "/v1/batches", timeout=30)
         assert r.status_code == 404 and "off on this server" in r.json()["error"]["message"]
+
+
+def test_a_request_priority_is_an_integer(server: str) -> None:
+    """``priority`` (lower first; the engine's admission order, tests/engine) on a request:
+    an integer is taken, anything else is a 400 naming it."""
+    body = {**_chat_line(0)["body"], "priority": -5}
+    assert httpx.post(server + "/v1/chat/completions", json=body, timeout=60).status_code == 200
+    r = httpx.post(server + "/v1/chat/completions", json={**body, "priority": "high"}, timeout=60)
+    assert r.status_code == 400 and "priority" in r.json()["error"]["message"]

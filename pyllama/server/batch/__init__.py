@@ -21,6 +21,7 @@ class Batches:
         self.store = BatchStore(options.directory(port))
         parallel = options.parallel or max(1, n_slots // 2)
         self.runner = BatchRunner(self.store, app, parallel, options.window_seconds)
+        self.runner.priority = options.priority
         self.runner.max_lines = options.max_lines
         self._task: asyncio.Task[None] | None = None
 

@@ -34,6 +34,7 @@ log = logging.getLogger("pyllama.server.batch")
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses")
 RETRY_SECONDS = 0.5
+PRIORITISED = ("/v1/chat/completions", "/v1/completions")  # the endpoints with ``priority``
 
 
 @dataclass
@@ -117,6 +118,7 @@ class BatchRunner:
         self.parallel = max(1, parallel)
         self.window_seconds = window_seconds
         self.max_lines = 50_000
+        self.priority = 100  # set on chat and completion lines: behind interactive requests
         self._wake = asyncio.Event()
         handlers = {APIError: handle_api_error, HTTPException: handle_http_error}
         routes = ExceptionMiddleware(app.router, handlers=handlers)
@@ -202,13 +204,23 @@ class BatchRunner:
                 while True:
                     if stopped():
                         return
-                    answer = await self._serve(batch_id, b.endpoint, line)
+                    answer = await self._serve(
+                        batch_id, b.endpoint, self._prioritised(line, b.endpoint)
+                    )
                     if answer is not None:
                         break
                     await asyncio.sleep(RETRY_SECONDS)  # the model loads, or the queue is full
                 self.store.record(batch_id, line.idx, *answer)
 
         await asyncio.gather(*(worker(pending) for _ in range(self.parallel)))
+
+    def _prioritised(self, line: Line, endpoint: str) -> Line:
+        """The line with the batch priority, where its endpoint takes one (a line's own
+        ``priority`` is replaced: batch work never outranks interactive work)."""
+        if endpoint not in PRIORITISED:
+            return line
+        body = {**json.loads(line.body), "priority": self.priority}
+        return Line(line.idx, line.custom_id, json.dumps(body).encode())
 
     async def _serve(
         self, batch_id: str, endpoint: str, line: Line

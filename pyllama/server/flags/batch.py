@@ -51,6 +51,14 @@ def add_batch_flags(t: FlagTable) -> None:
         help="pyllama: batch requests run at once (default: 0, half the slots)",
     )
     flag(
+        "--batch-priority",
+        type=int,
+        default=100,
+        env="PYLLAMA_BATCH_PRIORITY",
+        help="pyllama: admission priority of batch lines, lower first; a request's own "
+        "`priority` is 0 unless it says (default: 100, after interactive requests)",
+    )
+    flag(
         "--batch-window",
         type=int,
         default=DAY,
@@ -77,4 +85,5 @@ def batch_options(a: argparse.Namespace, parser: argparse.ArgumentParser) -> Bat
         max_lines=a.batch_max_lines,
         parallel=a.batch_parallel,
         window_seconds=a.batch_window,
+        priority=a.batch_priority,
     )

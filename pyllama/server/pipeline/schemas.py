@@ -61,6 +61,8 @@ class Sampling(Body):
     n_predict: int | None = Field(None, ge=-1, le=MAX_TOKENS)
     cache_prompt: bool | None = None  # None: the server's (--no-cache-prompt)
     id_slot: int = Field(-1, ge=-1)
+    # admission order among requests waiting for a slot: lower first (vLLM's meaning)
+    priority: int = Field(0, ge=-(1 << 31), le=(1 << 31) - 1)
     t_max_predict_ms: int | None = Field(None, ge=0)
     n_cache_reuse: int | None = Field(None, ge=0)
     spec_n_max: int | None = Field(None, alias="speculative.n_max", ge=0, le=1024)

@@ -250,6 +250,7 @@ def make_tasks(
         t.cache_prompt = s.cache_prompt if req.cache_prompt is None else req.cache_prompt
         t.n_cmpl = opts.n_cmpl
         t.id_slot = req.id_slot
+        t.priority = req.priority
         if req.t_max_predict_ms:
             t.t_max_predict_ms = req.t_max_predict_ms
         t.n_cache_reuse = req.n_cache_reuse if req.n_cache_reuse is not None else s.cache_reuse

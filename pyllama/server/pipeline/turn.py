@@ -51,6 +51,7 @@ EXTENSIONS = frozenset(
         "logit_bias",
         "cache_prompt",
         "id_slot",
+        "priority",
     ]
 )
 
